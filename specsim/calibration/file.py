@@ -225,8 +225,8 @@ class Calibration:
     def served_limits(self) -> tuple | None:
         """(max_num_seqs, max_batched_tokens, the speculating server's max_num_seqs where it differs, where they come
         from): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
-        (:attr:`specsim.engines.base.EnginePreset.served_limits`), so that every answer on it, the library's as the
-        commands', takes them for a limit not given; None in a file written before the record was."""
+        (its ``served_limits``), so that every answer on it, the library's as the commands', takes them for a limit
+        not given; None in a file written before the record was."""
         if self.serving is None:
             return None
         s = self.serving

@@ -416,7 +416,7 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
 
 def memory_limits(args: argparse.Namespace, dep) -> tuple:
     """(max_batched_tokens, max_num_seqs) for a memory check: those given, else a --calibration's (its preset's
-    :attr:`~specsim.engines.base.EnginePreset.served_limits`, as :func:`limits_and_source` has them, and watch's
+    ``served_limits``, as :func:`limits_and_source` has them, and watch's
     capacity), else None each: the engine's own (:func:`specsim.serving.capacity.capacity`)."""
     given = (getattr(args, "max_batched_tokens", None), getattr(args, "max_num_seqs", None))
     if dep.engine.served_limits is None:

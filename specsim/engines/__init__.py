@@ -285,8 +285,8 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
 
 def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> DefaultLimits:
     """The limits of ``preset``'s engine on ``hardware`` when the user sets none: those a calibration's runs were served
-    under where ``preset`` carries them (:attr:`~specsim.engines.base.EnginePreset.served_limits`), else the engine's
-    own where specsim has read them (each engine's ``default_limits``), else the serving model's defaults, said so."""
+    under where ``preset`` carries them (its ``served_limits``), else the engine's own where specsim has read them
+    (each engine's ``default_limits``), else the serving model's defaults, said so."""
     from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 
     engine = REGISTRY.get(preset.name)
