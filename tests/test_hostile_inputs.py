@@ -623,7 +623,7 @@ CASES = [
     (  # a rate past what the engine serves at the preset: scipy's "Residuals are not finite in the initial point."
         "calibrate-engine --plain {tmp}/guidellm-past-capacity.json --hardware h100",
         "guidellm-past-capacity.json#4: rate 1000/s is past what the serving model's engine serves at the preset "
-        "(vllm@latest's terms, where the fit starts): its steady state has no finite time",
+        "(vllm@latest's terms, where the fit starts), an estimate, not what your engine did",
     ),
     (  # GuideLLM wrote metadata.version from 0.5.0: an older report was "not a benchmark file specsim reads"
         "calibrate-engine --plain {tmp}/bench-guidellm04.json --hardware h100 --target llama-3.1-8b",

@@ -475,9 +475,9 @@ class RunModel:
             named = "; ".join(f"{r.where}: {r.load}" for r in past[:3]) + ("; ..." if len(past) > 3 else "")
             raise ValueError(
                 f"{named} is past what the serving model's engine serves at the preset ({preset_key}'s terms, where "
-                "the fit starts): its steady state has no finite time, and a run whose queue grew is no steady state to "
-                "fit; leave it out, or run the rate with a concurrency cap (vllm bench serve --max-concurrency, "
-                "GuideLLM --max-concurrency), which makes it a closed loop"
+                "the fit starts), an estimate, not what your engine did: the answers time such a rate as the full "
+                "engine, but calibrate-engine does not fit a run that way yet; leave it out, or run the rate with a "
+                "concurrency cap (vllm bench serve --max-concurrency, GuideLLM --max-concurrency), a closed loop"
             )
 
     def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
