@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import context_basis
+from specsim.answers.frames import Framed
 from specsim.answers.verdict import VERDICTS, judged_at, model_error, too_close_said, verdict
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import (
@@ -100,7 +101,7 @@ def why_off(rows: list, first_round: dict | None = None) -> str:
 
 # -- optimal-gamma -------------------------------------------------------------------------
 @dataclass(frozen=True)
-class GammaAnswer:
+class GammaAnswer(Framed):
     """optimal-gamma for chains: the best gamma per batch, with its step times, memory and where it pays most."""
 
     deployment: Deployment
@@ -126,18 +127,9 @@ class GammaAnswer:
         """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
         return model_error(self.deployment)
 
-    def to_frame(self):
-        """A pandas DataFrame of this answer, one row per batch: the figures of :attr:`rows` as columns (nested ones
-        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
-        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
-        from specsim.answers.frames import answer_frame
-
-        return answer_frame(self.rows, self.deployment)
-
-    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
-        from specsim.answers.frames import answer_html
-
-        return answer_html(self, self.to_frame())
+    def frame_records(self) -> list[dict]:
+        """The records its table shows: its :attr:`rows`."""
+        return self.rows
 
     @property
     def off_batches(self) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specsim.answers import deployment_capacity
+from specsim.answers.frames import Framed
 from specsim.core.limits import whole_batches
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
@@ -13,7 +14,7 @@ __all__ = ["CompareAnswer", "compare_answer"]
 
 
 @dataclass(frozen=True)
-class CompareAnswer:
+class CompareAnswer(Framed):
     """compare: latency and throughput per batch size (:attr:`frame`), and at the largest batch that fits."""
 
     frame: object  # pandas DataFrame, one row per batch (see capacity.throughput_table)
@@ -31,19 +32,6 @@ class CompareAnswer:
     def __repr__(self) -> str:  # a notebook's echo: the batches compared, not the frame (frame holds it)
         batches = ", ".join(str(int(b)) for b in self.frame["batch"][:8]) if "batch" in self.frame else "?"
         return f"CompareAnswer({self.deployment!r}, batches {batches})"
-
-    def to_frame(self):
-        """A pandas DataFrame of this answer, one row per batch: the figures of :meth:`records` as columns (nested ones
-        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
-        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
-        from specsim.answers.frames import answer_frame
-
-        return answer_frame(self.records(), self.deployment)
-
-    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
-        from specsim.answers.frames import answer_html
-
-        return answer_html(self, self.to_frame())
 
     def records(self) -> list[dict]:
         """What ``compare --json`` prints, one record per batch: the row of :attr:`frame`, its verdict and the error it

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 
-__all__ = ["SOURCE_KEYS", "answer_frame", "answer_html"]
+__all__ = ["SOURCE_KEYS", "Framed", "answer_frame", "answer_html"]
 
 #: The keys of a record that are the same in every row of an answer: where its numbers come from, not a figure.
 SOURCE_KEYS = (
@@ -57,3 +57,22 @@ def answer_html(answer, frame) -> str:
         f"<p><code>{html.escape(repr(answer))}</code></p><p>{html.escape(error.said(rtol=False))}</p>"
         + frame.to_html(max_rows=60)
     )
+
+
+class Framed:
+    """An answer as a notebook shows it (mixed into :class:`~specsim.answers.GammaAnswer`,
+    :class:`~specsim.answers.load.LoadAnswer` and :class:`~specsim.answers.compare.CompareAnswer`): :meth:`to_frame`
+    and the display ``_repr_html_``, from the answer's :meth:`frame_records` and ``deployment``."""
+
+    def frame_records(self) -> list[dict]:
+        """The records its table shows: what its command's ``--json`` prints (its ``records()``)."""
+        return self.records()
+
+    def to_frame(self):
+        """A pandas DataFrame of this answer, one row per batch or load: the figures of :meth:`frame_records` as
+        columns (nested ones flattened), and in ``attrs`` what every row repeats there (acceptance, model_error,
+        provenance, deployment, ...) and the deployment's notes (:func:`answer_frame`)."""
+        return answer_frame(self.frame_records(), self.deployment)
+
+    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
+        return answer_html(self, self.to_frame())

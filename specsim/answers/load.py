@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # (a benchmark's prompt and output lengths unless told, the reference article's: their home is core.defaults)
+from specsim.answers.frames import Framed
 from specsim.core.defaults import DEFAULT_GAMMA_MAX, DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS
 from specsim.core.limits import (
     MAX_BATCH,
@@ -129,7 +130,7 @@ def lengths_defaults_said(
 
 
 @dataclass(frozen=True, eq=False)
-class LoadAnswer:
+class LoadAnswer(Framed):
     """The best gamma per load with what a benchmark measures at it, plain and speculating."""
 
     deployment: object
@@ -171,19 +172,6 @@ class LoadAnswer:
         )
         more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
         return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
-
-    def to_frame(self):
-        """A pandas DataFrame of this answer, one row per load: the figures of :meth:`records` as columns (nested ones
-        flattened), and in ``attrs`` what every row repeats there (acceptance, model_error, provenance, deployment,
-        ...) and the deployment's notes (:func:`specsim.answers.frames.answer_frame`)."""
-        from specsim.answers.frames import answer_frame
-
-        return answer_frame(self.records(), self.deployment)
-
-    def _repr_html_(self) -> str:  # a notebook's display: the echo, the verdicts' threshold, the table
-        from specsim.answers.frames import answer_html
-
-        return answer_html(self, self.to_frame())
 
     def records(self, limits_said: str | None = None) -> list[dict]:
         """What ``optimal-gamma``, ``speedup`` and ``compare`` at a load print with ``--json``: each of :attr:`rows` with
