@@ -13,7 +13,12 @@ tokens over the makespan.  Both run at the engine's own limits on the GPU, as se
 those a case sets (its options' ``limits``); a case whose options say ``own`` gives each arm the multiples of its own
 capacity (the rate of a closed loop of the N_e it holds).  ``--seeds N`` runs a rate's arrivals and acceptance from
 seeds 0 to N - 1 and prints the simulator's means over them, TTFT with its standard error over the seeds (a queue's
-waits swing from seed to seed near the admission bound: ``specsim.serving.arrivals``).
+waits swing from seed to seed near the admission bound: ``specsim.serving.arrivals``).  Near capacity a run started
+empty has not reached the stationary wait by its middle half: the queue past the bound relaxes over thousands of
+seconds, and the chain's own forward equations (:mod:`admission_anatomy`) read 0.74-0.78 of its stationary wait over
+the middle half of 3,000 arrivals for TensorRT-LLM at 0.95 x (case 11), 0.89-0.90 for vLLM at 0.95 x (case 10),
+0.94-0.97 for TensorRT-LLM at 0.9 x, 0.99 or more elsewhere; 12,000 arrivals (``--requests 12000``) read 0.99 or more in
+all.
 
     python benchmarks/steady_vs_sim_open.py [--requests 3000] [--only 0,2] [--cache DIR] [--seeds 20]
 """

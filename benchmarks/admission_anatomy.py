@@ -1,0 +1,164 @@
+"""Where the admission wait's chain (:mod:`specsim.serving.arrivals`) and the request-level simulator part, per rate row
+of :mod:`steady_vs_sim_open`'s cases.
+
+The chain takes the engine as its flow-equivalent server: with n requests in the system they leave at r(min(n, c)), the
+rate of a closed loop of n users (:func:`specsim.serving.steady.served_state` at ``--concurrency n``), c the requests
+the engine holds (N_e).  For each row this prints:
+
+* the chain's stationary wait (exponential times in the engine, before Allen and Cunneen's factor) and what the same
+  chain's mean wait is over the arrivals the open benchmark reads (the middle half of ``--requests`` Poisson arrivals)
+  when it starts empty, as the simulator does: the forward equations dp/dt = p Q of the birth-death generator Q
+  integrated from p(0) = [1, 0, ...] (scipy's ``expm_multiply``), the wait of an arrival at t being
+  sum_{n >= c} p_n(t) (n - c + 1) / r(c).  Their ratio is how far a run of that length reads below the stationary wait
+  even were the chain exact: the queue near capacity relaxes over thousands of seconds;
+* with ``--seeds N``: the simulator's own birth-death rates over its runs (seeds 0 to N - 1, the runs of
+  :mod:`steady_vs_sim_open`, ``--cache`` shared with it): over the same middle half, the departures that happened with n
+  in the system per second spent at n, against r(min(n, c)) in bands of n, and the share of time in each band against
+  the chain's.  A process whose jumps are single arrivals and departures meets lambda pi(n - 1) = mu(n) pi(n) with its
+  own mu(n) (level crossing), so these rates are the whole of where the chain's distribution and the simulator's part.
+
+    python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # steady_vs_sim_open beside it
+
+#: Numbers in the system past c that the chain's forward equations keep (its weight there is far below any digit shown).
+_PAST = 1500
+
+
+def _rows(k: int):
+    """(label, deployment, limits, case, load multiple, rate, arm, c, r at n = 1..c) of case ``k``'s rate rows."""
+    from steady_vs_sim_open import CASES
+
+    from specsim.serving.steady import engine_limits, served_state
+    from specsim.speculation.deployment import Deployment
+
+    case = CASES[k]
+    hw, target, draft, engine, P, O, gamma, kind, loads = case[:9]
+    options = case[9] if len(case) > 9 else {}
+    if kind != "rate":
+        return
+    dep = Deployment.build(hw, target, draft, engine=engine)
+    limits, _ = engine_limits(dep.engine, dep.hardware)
+    limits = dataclasses.replace(limits, **options.get("limits", {}))
+    big = served_state(dep, 0.8, [0, gamma], [4096], P, O, limits=limits)
+    cs = [int(round(float(big.in_engine[i, 0]))) for i in (0, 1)]
+    rates = [served_state(dep, 0.8, [0, gamma], list(range(1, c + 1)), P, O, limits=limits) for c in cs]
+    for x in loads:
+        for arm in (0, 1):
+            ref = arm if options.get("own") else 0
+            lam = x * float(rates[ref].requests_per_s[ref, -1])
+            r = np.asarray(rates[arm].requests_per_s[arm], dtype=float)
+            if lam >= r[-1]:
+                continue  # past capacity: no stationary wait
+            label = f"{k} {engine} {P}/{O} rate {x:g} ({lam:.3g}) g{gamma if arm else 0}"
+            yield label, dep, limits, case, x, lam, arm, cs[arm], r
+
+
+def chain(lam: float, c: int, r: np.ndarray, requests: int) -> tuple[float, float, float, np.ndarray]:
+    """(model's stationary wait through :func:`specsim.serving.arrivals.admission_wait_s` at exponential times, the
+    chain's stationary wait at whole n, its mean over the middle half of ``requests`` arrivals from empty, its
+    stationary distribution of the number in the system)."""
+    from scipy.sparse import diags
+    from scipy.sparse.linalg import expm_multiply
+
+    from specsim.serving.arrivals import admission_grid, admission_wait_s
+
+    n_whole = np.arange(1.0, c + 1.0)
+    model = float(
+        admission_wait_s(lam, float(c), float(c), lambda top: np.interp(admission_grid(top), n_whole, r), 1.0)
+    )
+    K = c + _PAST
+    n = np.arange(K + 1)
+    mu = np.concatenate([[0.0], r, np.full(K - c, r[-1])])
+    birth = np.full(K + 1, lam)
+    birth[-1] = 0.0
+    generator_t = diags([-(birth + mu), birth[:-1], mu[1:]], [0, -1, 1], format="csc")  # d p / dt = Q^T p
+    wait_at = np.where(n >= c, (n - c + 1) / r[-1], 0.0)
+    log_pi = np.concatenate([[0.0], np.cumsum(np.log(lam) - np.log(mu[1:]))])
+    pi = np.exp(log_pi - log_pi.max())
+    pi /= pi.sum()
+    t0, t1 = requests / 4 / lam, 3 * requests / 4 / lam
+    p0 = np.zeros(K + 1)
+    p0[0] = 1.0
+    ts = np.linspace(0.0, t1, 400)
+    waits = expm_multiply(generator_t, p0, start=0.0, stop=t1, num=ts.size, endpoint=True) @ wait_at
+    return model, float(pi @ wait_at), float(np.mean(waits[ts >= t0])), pi
+
+
+def simulated(case, lam: float, arm: int, limits, requests: int, seeds: int, cache) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds spent with n in the system, departures from n), summed over the seeds' middle halves."""
+    from steady_vs_sim_open import _runs
+
+    time_at, departures = np.zeros(0), np.zeros(0)
+    for seed in range(seeds):
+        run = _runs(case, lam, requests, seed, limits, cache)[arm]
+        arrived = np.sort(run.arrival_s)
+        t = np.concatenate([arrived, run.finish_s[np.isfinite(run.finish_s)]])
+        step = np.concatenate([np.ones(arrived.size), -np.ones(t.size - arrived.size)])
+        order = np.lexsort((step, t))  # a departure before an arrival at the same instant
+        t, step = t[order], step[order]
+        after = np.cumsum(step).astype(int)
+        before = np.concatenate([[0], after[:-1]])
+        span = np.diff(np.concatenate([t, t[-1:]]))
+        inside = (t >= arrived[requests // 4]) & (t < arrived[3 * requests // 4])
+        a = np.bincount(after[inside], weights=span[inside])
+        d = np.bincount(before[inside & (step < 0)])
+        size = max(time_at.size, a.size, d.size)
+        time_at = np.pad(time_at, (0, size - time_at.size)) + np.pad(a, (0, size - a.size))
+        departures = np.pad(departures, (0, size - departures.size)) + np.pad(d, (0, size - d.size))
+    return time_at, departures
+
+
+def bands_said(c: int, r: np.ndarray, pi: np.ndarray, time_at: np.ndarray, departures: np.ndarray) -> str:
+    """Per band of n: the simulator's departures over r(min(n, c)) times its time there, and its time share / the
+    chain's."""
+    n = np.arange(time_at.size)
+    r_n = np.concatenate([[0.0], r])[np.minimum(n, c)]
+    share = time_at / time_at.sum()
+    out = []
+    for lo, hi in ((1, c - 30), (c - 30, c - 10), (c - 10, c), (c, c + 10), (c + 10, 10**9)):
+        m = (n >= max(lo, 1)) & (n < hi)
+        expected = float(np.sum(time_at[m] * r_n[m]))
+        ratio = f"{departures[m].sum() / expected:.3f}" if expected > 0 else "-"
+        chain_share = float(pi[max(lo, 1) : hi].sum())
+        out.append(f"[{max(lo, 1)},{'' if hi > 10**8 else hi}) {ratio} time {share[m].sum():.3f}/{chain_share:.3f}")
+    return "; ".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="2,9,10,11", help="comma-separated case indices of steady_vs_sim_open")
+    ap.add_argument("--requests", type=int, default=3000, help="Poisson arrivals a run has (its middle half read)")
+    ap.add_argument("--seeds", type=int, default=0, help="the simulator's runs to read, seeds 0 to N - 1 (0: none)")
+    ap.add_argument("--cache", default=None, help="steady_vs_sim_open's folder of simulator runs")
+    args = ap.parse_args(argv)
+    print(
+        "row | c | lambda / r(c) | wait s: model at exponential times / chain at whole n / chain over the run's middle"
+        " half from empty (ratio) | simulator: departures / r(n) and time share simulator / chain, per band of n"
+    )
+    for k in (int(v) for v in args.only.split(",")):
+        for label, _, limits, case, _, lam, arm, c, r in _rows(k):
+            model, stationary, window, pi = chain(lam, c, r, args.requests)
+            if stationary < 1e-4:
+                continue
+            waits = f"{model:.3g} / {stationary:.3g} / {window:.3g} ({window / stationary:.3f})"
+            said = f"{label} | {c} | {lam / r[-1]:.3f} | {waits}"
+            if args.seeds:
+                time_at, departures = simulated(case, lam, arm, limits, args.requests, args.seeds, args.cache)
+                said += " | " + bands_said(c, r, pi, time_at, departures)
+            print(said, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
