@@ -11,19 +11,29 @@ the engine holds (N_e).  For each row this prints:
   integrated from p(0) = [1, 0, ...] (scipy's ``expm_multiply``), the wait of an arrival at t being
   sum_{n >= c} p_n(t) (n - c + 1) / r(c).  Their ratio is how far a run of that length reads below the stationary wait
   even were the chain exact: the queue near capacity relaxes over thousands of seconds;
+* what the factor 1/2 would be for c servers of fixed times at lambda / r(c): the ratio of M/D/c's mean queue to
+  M/M/c's, in Cosmetatos' closed form (G. P. Cosmetatos 1976, "Some approximate equilibrium results for the multi-server
+  queue (M/G/r)", Oper. Res. Q. 27(3), 615-620: 1/2 [1 + (1 - rho)(c - 1)(sqrt(4 + 5c) - 2) / (16 rho c)]) and exactly
+  (Crommelin's chain of the number present one service time apart, Q' = max(Q - c, 0) + Poisson(c rho), iterated to its
+  stationary distribution, against Erlang C);
 * with ``--seeds N``: the simulator's own birth-death rates over its runs (seeds 0 to N - 1, the runs of
   :mod:`steady_vs_sim_open`, ``--cache`` shared with it): over the same middle half, the departures that happened with n
   in the system per second spent at n, against r(min(n, c)) in bands of n, and the share of time in each band against
   the chain's.  A process whose jumps are single arrivals and departures meets lambda pi(n - 1) = mu(n) pi(n) with its
   own mu(n) (level crossing), so these rates are the whole of where the chain's distribution and the simulator's part.
 
-    python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR]
+With ``--full N``, per case and arm instead: the simulator's full engine with a queue standing (N Poisson arrivals at 1.3
+x r(c), seed 0; the requests finishing between the N/4-th and the 3N/4-th finish over that span) against r(c), the rate
+the chain gives the engine past its bound.
+
+    python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR] [--full 2000]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from pathlib import Path
 
@@ -95,6 +105,37 @@ def chain(lam: float, c: int, r: np.ndarray, requests: int) -> tuple[float, floa
     return model, float(pi @ wait_at), float(np.mean(waits[ts >= t0])), pi
 
 
+def fixed_times_ratio(c: int, rho: float) -> tuple[float, float]:
+    """(Cosmetatos' approximation, the exact value) of M/D/c's mean queue over M/M/c's at ``c`` servers and load ``rho``
+    (the module's docstring).
+
+    >>> [round(v, 3) for v in fixed_times_ratio(1, 0.8)]  # M/D/1: exactly half M/M/1's (Pollaczek-Khinchine)
+    [0.5, 0.5]
+    """
+    from scipy.stats import poisson
+
+    cosmetatos = 0.5 * (1.0 + (1.0 - rho) * (c - 1) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * rho * c))
+    K = c + 2000
+    arrivals = poisson.pmf(np.arange(K + 1), c * rho)
+    p = np.zeros(K + 1)
+    p[0] = 1.0
+    for _ in range(100_000):
+        left = np.concatenate([[p[: c + 1].sum()], p[c + 1 :]])  # max(Q - c, 0)
+        new = np.convolve(left, arrivals)[: K + 1]
+        new /= new.sum()
+        done = np.abs(new - p).max() < 1e-14
+        p = new
+        if done:
+            break
+    md = float(np.sum(np.maximum(np.arange(K + 1) - c, 0) * p))
+    a = c * rho
+    log_terms = np.arange(c) * np.log(a) - np.array([math.lgamma(k + 1.0) for k in range(c)])
+    log_last = c * np.log(a) - math.lgamma(c + 1.0) - np.log(1.0 - rho)
+    top = max(log_terms.max(), log_last)
+    erlang_c = np.exp(log_last - top) / (np.exp(log_terms - top).sum() + np.exp(log_last - top))
+    return float(cosmetatos), md / float(erlang_c * rho / (1.0 - rho))
+
+
 def simulated(case, lam: float, arm: int, limits, requests: int, seeds: int, cache) -> tuple[np.ndarray, np.ndarray]:
     """(seconds spent with n in the system, departures from n), summed over the seeds' middle halves."""
     from steady_vs_sim_open import _runs
@@ -135,16 +176,41 @@ def bands_said(c: int, r: np.ndarray, pi: np.ndarray, time_at: np.ndarray, depar
     return "; ".join(out)
 
 
+def full_engine(k: int, requests: int, cache) -> None:
+    """Print the simulator's full engine's departures per second against r(c), per arm of case ``k`` (``--full``)."""
+    from steady_vs_sim_open import _runs
+
+    said = set()
+    for label, _, limits, case, _, _, arm, c, r in _rows(k):
+        if arm in said:
+            continue
+        said.add(arm)
+        run = _runs(case, 1.3 * float(r[-1]), requests, 0, limits, cache)[arm]
+        done = np.sort(run.finish_s[np.isfinite(run.finish_s)])
+        rate = (3 * requests // 4 - requests // 4) / (done[3 * requests // 4] - done[requests // 4])
+        print(
+            f"{label.split(' rate ')[0]} g{label.rsplit('g', 1)[1]} | {c} | r(c) {r[-1]:.4g}/s | simulator {rate:.4g}/s"
+            f" ({rate / r[-1] - 1:+.1%})",
+            flush=True,
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="2,9,10,11", help="comma-separated case indices of steady_vs_sim_open")
     ap.add_argument("--requests", type=int, default=3000, help="Poisson arrivals a run has (its middle half read)")
     ap.add_argument("--seeds", type=int, default=0, help="the simulator's runs to read, seeds 0 to N - 1 (0: none)")
     ap.add_argument("--cache", default=None, help="steady_vs_sim_open's folder of simulator runs")
+    ap.add_argument("--full", type=int, default=0, help="instead: the full engine's rate over N arrivals at 1.3 x r(c)")
     args = ap.parse_args(argv)
+    if args.full:
+        print("case | c | the chain's rate past the bound | the simulator's full engine (gap)")
+        for k in (int(v) for v in args.only.split(",")):
+            full_engine(k, args.full, args.cache)
+        return 0
     print(
         "row | c | lambda / r(c) | wait s: model at exponential times / chain at whole n / chain over the run's middle"
-        " half from empty (ratio) | simulator: departures / r(n) and time share simulator / chain, per band of n"
+        " half from empty (ratio) | M/D/c over M/M/c: Cosmetatos / exact | simulator: departures / r(n) and time share simulator / chain, per band of n"
     )
     for k in (int(v) for v in args.only.split(",")):
         for label, _, limits, case, _, lam, arm, c, r in _rows(k):
@@ -152,7 +218,8 @@ def main(argv=None) -> int:
             if stationary < 1e-4:
                 continue
             waits = f"{model:.3g} / {stationary:.3g} / {window:.3g} ({window / stationary:.3f})"
-            said = f"{label} | {c} | {lam / r[-1]:.3f} | {waits}"
+            fixed = "{:.3f} / {:.3f}".format(*fixed_times_ratio(c, lam / r[-1]))
+            said = f"{label} | {c} | {lam / r[-1]:.3f} | {waits} | {fixed}"
             if args.seeds:
                 time_at, departures = simulated(case, lam, arm, limits, args.requests, args.seeds, args.cache)
                 said += " | " + bands_said(c, r, pi, time_at, departures)
