@@ -2239,6 +2239,35 @@ def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     assert (run.kind, run.load_value) == ("rate", 1.0)
 
 
+def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(tmp_path, capsys):
+    # The answers at --rate add the wait for admission where the engine is full (specsim.serving.arrivals); the fit does
+    # not, and said nothing of it.  One run at 1 request/s beside closed loops: named, with what judges it (its TPOT).
+    lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
+    first = json.loads(lines[0]) | {"max_concurrency": None, "request_rate": 1.0}
+    spec = tmp_path / "paced.jsonl"
+    spec.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    assert main(["calibrate-engine", *SPEC.format(spec=spec).split()]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "Poisson rate" in line]
+    assert notes == [
+        "  note: runs at a Poisson rate (rate 1/s): their fitted TTFT leaves out the wait for admission where the engine "
+        "is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; they are "
+        "judged by TPOT, which it does not touch"
+    ], notes
+    # the same run with no TPOT recorded, judged by its end-to-end latency (mean_e2el_ms: TTFT and the TPOT's tokens)
+    first["mean_e2el_ms"] = first["mean_ttft_ms"] + first["mean_tpot_ms"] * (
+        first["total_output_tokens"] / first["completed"] - 1
+    )
+    for key in ("mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms"):
+        first.pop(key)
+    spec.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    assert main(["calibrate-engine", *SPEC.format(spec=spec).split()]) == 0
+    out = capsys.readouterr().out
+    assert "those at rate 1/s, judged by end-to-end latency, are fitted without that wait" in out, out
+    # closed loops alone: no such note
+    assert main(["calibrate-engine", *SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split()]) == 0
+    assert "Poisson rate" not in capsys.readouterr().out
+
+
 def test_vllm_bench_serve_files_with_fewer_prompts_than_users_or_a_paced_rate_under_a_cap_are_read_as_run(tmp_path):
     """vllm bench serve takes --num-prompts, --request-rate and --max-concurrency together.  Fewer prompts than the
     cap are all sent at once and none after (a batch of them), and a rate whose requests never fill the cap is the

@@ -428,6 +428,25 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
     return None
 
 
+def _paced_said(runs: list) -> str:
+    """What the fit leaves out of runs at a Poisson rate: the wait for admission where the engine is full
+    (:mod:`specsim.serving.arrivals`), which the answers at ``--rate`` add; "" where no run is paced."""
+    paced = [c.run for c in runs if c.run.kind == "rate"]
+    if not paced:
+        return ""
+    loads = sorted({r.load for r in paced})
+    by_e2e = sorted({r.load for r in paced if r.observable == "e2e"})
+    return (
+        f"runs at a Poisson rate ({', '.join(loads)}): their fitted TTFT leaves out the wait for admission where the "
+        "engine is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; "
+        + (
+            f"those at {', '.join(by_e2e)}, judged by end-to-end latency, are fitted without that wait"
+            if by_e2e
+            else "they are judged by TPOT, which it does not touch"
+        )
+    )
+
+
 def calibrate_engine(
     runs: list,
     files: list,
@@ -524,6 +543,9 @@ def calibrate_engine(
             f"{SAME_LENGTHS:.0%}) judged by the same figure: fitted with the others (the plain terms from the other loads and lengths); no "
             "speedup is given there"
         )
+    paced = _paced_said(runs)
+    if paced:
+        notes.append(paced)
     kv = runs_kv_bytes(dep, runs, limits, memory_utilization)
     fit = fit_engine(dep, runs, limits=limits, kv_bytes=kv, done=done)
     return EngineCalibration(
