@@ -400,6 +400,18 @@ def _check_span(
         )
 
 
+def _cap_binds(in_flight: float, cap: float) -> bool:
+    """Whether a run paced at a rate with at most ``cap`` requests in flight (vllm bench serve's --request-rate with
+    --max-concurrency, GuideLLM's constant or poisson rate with max_concurrency) is the closed loop at the cap: its
+    requests in flight (``in_flight``, Little's law over the run) reach :data:`MIN_IN_FLIGHT_SHARE` of it, as a closed
+    loop's do; below that the rate left the cap unreached and the run is the rate's.
+
+    >>> _cap_binds(61.0, 64), _cap_binds(12.0, 64)
+    (True, False)
+    """
+    return in_flight >= MIN_IN_FLIGHT_SHARE * cap
+
+
 def _check_in_flight(where: str, concurrency: int | None, in_flight: float | None, suspects: str) -> None:
     """A closed loop keeps about its users in flight: Little's law over the run (``in_flight``, completions per second
     times the end-to-end latency) must give at least a share of them; ``suspects`` names what was read (the duration,
@@ -513,7 +525,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     if concurrency is not None and paced and in_flight is not None:
         # Arrivals at request_rate with at most max_concurrency in flight (vllm bench serve takes both): where Little's
         # law leaves the cap unreached, the run is the rate's; where it binds, the closed loop's.
-        if in_flight < MIN_IN_FLIGHT_SHARE * concurrency:
+        if not _cap_binds(in_flight, concurrency):
             load, kind, value = _load(where, record | {"max_concurrency": None}, completed)
             concurrency = None
     _check_in_flight(where, concurrency, in_flight, suspects)
@@ -658,8 +670,8 @@ def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str,
     """(label, kind, value) of a GuideLLM benchmark's load (its strategy's type_: src/guidellm/scheduler/strategies.py,
     0.7.3).  A constant or poisson rate with a max_concurrency (which GuideLLM's sweep passes to every rate:
     src/guidellm/benchmark/profiles/sweep.py) is the rate where its requests in flight leave the cap unreached, and a
-    closed loop at the cap where they reach it (MIN_IN_FLIGHT_SHARE of it), as vllm bench serve's rate with
-    --max-concurrency is read."""
+    closed loop at the cap where they reach it (:func:`_cap_binds`), as vllm bench serve's rate with --max-concurrency
+    is read."""
     kind = strategy.get("type_")
     if kind not in ("concurrent", "synchronous", "constant", "poisson", "throughput"):
         raise ValueError(
@@ -676,7 +688,7 @@ def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str,
         raise ValueError(f"{where}: config.strategy.{key} must be a whole number of streams, got {strategy[key]!r}")
     if kind != "concurrent":
         rate = _number(where, strategy, "rate")
-        if streams is None or _mean(where, metrics, "request_concurrency") < MIN_IN_FLIGHT_SHARE * streams:
+        if streams is None or not _cap_binds(_mean(where, metrics, "request_concurrency"), streams):
             return f"rate {rate:g}/s", "rate", rate
     return f"concurrency {int(streams)}", "concurrency", float(int(streams))
 
