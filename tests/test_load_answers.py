@@ -115,6 +115,7 @@ def _made_answer(value, loads, batches, tpot=None):
         loads=loads,
         state=SimpleNamespace(gamma=np.arange(len(value))[:, None]),
         objective=lambda: value,
+        scores=lambda: value,  # (every engine holds a request: no row scored -inf)
         tpot_speedup=lambda: value if tpot is None else tpot,
         key_batch=lambda j: batches[j],
         past_capacity=lambda i, j: [],

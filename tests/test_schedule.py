@@ -882,6 +882,7 @@ def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
         best=np.argmax(value, axis=0),
         state=SimpleNamespace(gamma=np.arange(4)[:, None]),
         objective=lambda: value,
+        scores=lambda: value,
         key_batch=lambda j: [1.0, 4.0, 16.0][j],
         best_within=lambda rtol: argmax_gamma(value, rtol),
     )
@@ -890,3 +891,19 @@ def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
     assert "concurrency 4 gamma 3 against 2 (0.3% below, within --rtol 0.01, held up there as gamma never rises" in line
     assert "concurrency 1 " not in line and "concurrency 16 " not in line
     assert "optimal-gamma --rtol 0.01 gives gamma 2 there" in line
+
+
+def test_schedule_at_loads_schedules_no_gamma_that_has_no_room_as_optimal_gamma_says(capsys):
+    """At --memory-util 0.24 an H100 holds the 8B target but not the 1B draft beside it: optimal-gamma at these loads said
+    "do not speculate (no room for the drafter)" while the schedule at the same loads put gamma 4 at batch 1-4 with a
+    predicted 1.857x (it floored the objective at 1e-12 where optimal-gamma took a row with no room as -inf, and so
+    weighed the speculating engine as if it held a request).  Both now pick on LoadAnswer.scores()."""
+    load = ["--concurrency", "1,8", "--input-len", "500", "--output-len", "100", "--memory-util", "0.24"]
+    assert main(["optimal-gamma", *load, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["gamma"] for r in rows] == [0, 0]
+    assert {r["recommendation"] for r in rows} == {"do not speculate (no room for the drafter)"}
+    assert main(["schedule", *load, "--json"]) == 0
+    ranges = json.loads(capsys.readouterr().out)["ranges"]
+    assert [r["gamma"] for r in ranges] == [0], ranges
+    assert ranges[0]["shortfall"] == 0.0  # plain decoding is the best that has room: nothing falls below it

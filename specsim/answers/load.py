@@ -271,6 +271,10 @@ class LoadAnswer(Framed):
         decoding: :func:`objective`."""
         return objective(self.state, self.kind)
 
+    def scores(self) -> np.ndarray:
+        """What a load's gamma is picked on, per gamma searched (rows) and load (columns): :func:`scores`."""
+        return scores(self.state, self.kind)
+
     def past_capacity(self, i: int, j: int) -> list[str]:
         """The arms ("plain", "speculating" at gamma row ``i``) whose engine cannot serve load ``j``: an open loop's
         rate past what it serves, its queue growing and its TPOT the full engine's.  Where either is, the TPOT ratio
@@ -304,7 +308,7 @@ class LoadAnswer(Framed):
         s = self.state
         if s.tpot_s.shape[0] < 2 or _no_room(s)[1:, j].all():
             return None
-        return 1 + int(np.argmax(np.where(_no_room(s)[1:, j], -np.inf, self.objective()[1:, j])))
+        return 1 + int(np.argmax(self.scores()[1:, j]))
 
     def key_batch(self, j: int) -> float:
         """The decode batch load ``j`` runs at with its best gamma: what an engine's schedule is keyed by."""
@@ -623,12 +627,19 @@ def _no_room(state: SteadyState) -> np.ndarray:
     return np.broadcast_to(np.asarray(state.limited_by) == "no room", state.tpot_s.shape)
 
 
+def scores(state: SteadyState, kind: str) -> np.ndarray:
+    """What a load's gamma is picked on, per gamma (rows) and load (columns): :func:`objective`, and -inf for an engine
+    with no room for one request beside the weights, which no pick takes (its state is of one request held, not of
+    the load).  The one rule for optimal-gamma at a load (:func:`_best`), the best speculating gamma a verdict weighs
+    and the schedule at loads (:func:`specsim.speculation.schedule.load_gammas`)."""
+    return np.where(_no_room(state), -np.inf, objective(state, kind))
+
+
 def _best(state: SteadyState, kind: str, fixed: bool, rtol: float = 0.0) -> np.ndarray:
-    """The row of the best gamma per load, the most of :func:`objective` among the engines that can hold a request
-    (the smallest gamma within ``rtol`` of it: :func:`specsim.speculation.search.argmax_gamma`); ties to the smaller
-    gamma."""
+    """The row of the best gamma per load, the most of :func:`scores` (the smallest gamma within ``rtol`` of it:
+    :func:`specsim.speculation.search.argmax_gamma`); ties to the smaller gamma."""
     from specsim.speculation.search import argmax_gamma
 
     if fixed:
         return np.ones(state.tpot_s.shape[1], dtype=int)
-    return argmax_gamma(np.where(_no_room(state), -np.inf, objective(state, kind)), rtol)
+    return argmax_gamma(scores(state, kind), rtol)

@@ -186,7 +186,7 @@ def load_schedule(
     it the ranges change only with the gamma (what an engine is configured with; :func:`merge_ranges` of the split
     ones)."""
     order, row = load_gammas(answer, min_gain, rtol)
-    surface = answer.objective()[:, order]
+    surface = answer.scores()[:, order]  # (a gamma with no room, -inf, is no best to fall short of)
     gammas = np.asarray(answer.state.gamma)[:, 0].astype(int)
     speed = answer.tpot_speedup()[:, order]
     columns = np.arange(len(order))
@@ -219,11 +219,12 @@ def load_gammas(
     decode batch each runs at) and, for each, the row of the gamma it gives the load (0: speculation off): the rule
     its docstring states.  A load's own best (``answer.best``, optimal-gamma's at it) is the smallest gamma within
     optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises."""
-    value = answer.objective()
+    value = answer.scores()  # as optimal-gamma at a load picks: a gamma with no room for a request scores -inf
     order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
     surface = value[:, order]
     columns = np.arange(len(order))
-    # A gamma that falls behind Poisson arrivals scores 0: floored so that a load where every gamma does still compares.
+    # A gamma that falls behind Poisson arrivals scores 0, one with no room -inf: floored to a share above 0 so that the
+    # shortfalls (1 - score / best) of a load where every speculating gamma does either still compare; it never pays.
     row = monotone_gammas(np.maximum(surface, 1e-12), rtol) if surface.shape[0] > 1 else np.zeros(len(order), int)
     # Pays by what the load answer weighs (its objective, as optimal-gamma at loads picks and judges): a gamma that
     # serves a closed loop more output per second pays there even where its TPOT is a hair longer (a shorter TTFT).
