@@ -802,3 +802,19 @@ def test_schedule_and_optimal_gamma_at_a_load_say_the_same_of_it(capsys):
         assert at["verdict"] == row["verdict"], (row["load"], at)
     assert [r["verdict"] for r in loads] == ["speculate", "too close to call"]
     assert at["min_objective"] == pytest.approx(row["throughput_ratio"], rel=1e-9)
+
+
+def test_a_load_answers_echo_says_what_each_gamma_was_picked_on():
+    """LoadAnswer's repr showed the TPOT speedup beside each load's gamma, where a closed loop's gamma is picked on
+    output tok/s (objective): at concurrency 64 (1000 in, 256 out) it read 'gamma 3 1.217x', the TPOT speedup, where
+    the pick is made on +28% output tok/s.  It now gives the gain it was picked on, named, and the TPOT speedup
+    labelled beside it; at a rate an arm keeps up with, the TPOT speedup the pick is made on, labelled."""
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    at = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 64], 1000, 256)
+    assert at.rows[1]["gamma"] == 3 and at.rows[1]["throughput_ratio"] > at.rows[1]["speedup_tpot"] + 0.05
+    for r in at.rows:
+        assert f"{r['load']}: gamma {r['gamma']} {r['throughput_ratio']:.3f}x output tok/s " in repr(at)
+        assert f"(TPOT {r['speedup_tpot']:.3f}x)" in repr(at)
+    at = load_answer(dep, 0.8, "alpha 0.8", "rate", [1], 1000, 256)
+    row = at.rows[0]
+    assert f"rate 1/s: gamma {row['gamma']} TPOT {row['speedup_tpot']:.3f}x)" in repr(at)

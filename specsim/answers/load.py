@@ -161,15 +161,20 @@ class LoadAnswer(Framed):
     limits_from: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the answer per load, not every field (rows holds the rest)
-        picks = ", ".join(
-            f"{r['load']}: gamma {r['gamma']} "
-            + (
-                f"{r['speedup_tpot']:.3f}x"
-                if r["speedup_tpot"] is not None
-                else f"{' and '.join(r['past_capacity'])} past capacity"
+        # Each load's gamma with what it was picked on (:func:`objective`: output tok/s, or at a rate the TPOT speedup
+        # while an arm keeps up) and, where that is output tok/s, the TPOT speedup beside it, labelled.
+        tpot = objective_is_tpot(self.state, self.kind)
+        picks = []
+        for j, r in enumerate(self.rows[:6]):
+            gain = float(self.objective()[int(self.best[j]), j])
+            if r["speedup_tpot"] is None:
+                beside = f"TPOT n/a, {' and '.join(r['past_capacity'])} past capacity"
+            else:
+                beside = f"TPOT {r['speedup_tpot']:.3f}x"
+            picks.append(
+                f"{r['load']}: gamma {r['gamma']} " + (beside if tpot[j] else f"{gain:.3f}x output tok/s ({beside})")
             )
-            for r in self.rows[:6]
-        )
+        picks = ", ".join(picks)
         more = f", ... ({len(self.loads)} loads)" if len(self.loads) > 6 else ""
         return f"LoadAnswer({self.deployment!r}, {self.acceptance.split(' (')[0]}; {picks}{more})"
 
