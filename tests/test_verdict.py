@@ -216,3 +216,36 @@ def test_the_library_sets_a_calibrations_error_aside_at_an_acceptance_the_caller
     assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
     why = "calibration.yaml's held-out error is of its runs' own acceptance, not alpha 0.7, the acceptance given: "
     assert row["model_error"]["basis"] == why + CORPUS_SPEEDUP_ERROR_SOURCE
+
+
+def test_optimal_gamma_says_a_gain_on_the_line_as_the_schedule_does(capsys):
+    """schedule --draft eagle3 --alpha 0.4 names gamma 1 at batch 255-256 (+6.8% against the corpus's ±6.85%) on the
+    line; optimal-gamma at those batches said "too close to call" and nothing of the line, at a load as at a batch.  Both
+    commands now say it in verdict.line_said's words, and --json's rows carry on_the_line."""
+    from specsim.answers.verdict import line_said, model_error
+    from specsim.speculation.deployment import Deployment
+
+    said = line_said(model_error(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")))
+    assert main(["optimal-gamma", "--draft", "eagle3", "--alpha", "0.4", "--batch", "255,260", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["on_the_line"] for r in rows] == [True, False]
+    assert rows[0]["verdict"] == "too close to call" and rows[0]["recommendation"].endswith(
+        f"{said}, speculate as well"
+    )
+    assert said not in rows[1]["recommendation"]
+    assert main(["schedule", "--draft", "eagle3", "--alpha", "0.4"]) == 0
+    out = capsys.readouterr()
+    assert f"gamma 1 at batch 255-256: its smallest predicted speedup, 1.068x, is {said}" in out.out + out.err
+    # At a load: +6.9% output tok/s at 40 users is called "speculate", +6.8% at 41 "too close to call"; both on the line.
+    load = ["--alpha", "0.45", "--concurrency", "40,41,60", "--input-len", "1128", "--output-len", "256"]
+    assert main(["optimal-gamma", *load, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["verdict"], r["on_the_line"]) for r in rows] == [
+        ("speculate", True),
+        ("too close to call", True),
+        ("too close to call", False),
+    ]
+    assert rows[0]["recommendation"].endswith(f"{said}, too close to call as well")
+    assert rows[1]["recommendation"].endswith(f"{said}, speculate as well")
+    assert main(["optimal-gamma", *load]) == 0
+    assert capsys.readouterr().out.count(said) == 2

@@ -18,7 +18,15 @@ import numpy as np
 
 from specsim.answers.context import context_basis
 from specsim.answers.frames import Framed
-from specsim.answers.verdict import VERDICTS, judged_at, model_error, too_close_said, verdict
+from specsim.answers.verdict import (
+    VERDICTS,
+    judged_at,
+    model_error,
+    on_the_line,
+    on_the_line_said,
+    too_close_said,
+    verdict,
+)
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import (
     MAX_BATCH,
@@ -286,6 +294,7 @@ def gamma_answer(
             "capacity": memory,
             "recommendation": _recommend(best, i, error, measured_steps),
             "verdict": _verdict(best, i, error),
+            "on_the_line": _on_the_line(best, i, error),
             "model_error": error.record(),
             "timing_source": row_source(dep, times, i),
             "provenance": dep.provenance(),
@@ -322,20 +331,27 @@ def _verdict(best: OptimalGamma, i: int, error) -> str | None:
     return verdict(weighed[1] - 1.0, error, bool(best.gamma[i] > 0))
 
 
+def _on_the_line(best: OptimalGamma, i: int, error) -> bool:
+    """Whether the gain :func:`_verdict` weighs at batch row ``i`` is :func:`specsim.answers.verdict.on_the_line`, as a
+    schedule's parts on the line are (False where none is weighed)."""
+    weighed = weighed_at_batch(best, i)
+    return weighed is not None and on_the_line(weighed[1] - 1.0, error)
+
+
 def _recommend(best: OptimalGamma, i: int, error, measured_steps: int | None) -> str:
     """A batch row's recommendation: the gamma picked, turn speculation off, or too close to call
-    (:func:`_verdict`)."""
+    (:func:`_verdict`), and where its gain is on the line, that (:func:`specsim.answers.verdict.on_the_line_said`)."""
     from specsim.answers.load import _change, past_measured
 
     gamma = int(best.gamma[i])
+    weighed = weighed_at_batch(best, i)
+    line = "" if weighed is None else on_the_line_said(weighed[1] - 1.0, error, gamma > 0)
     if _verdict(best, i, error) == VERDICTS[2]:
-        weighed, gain = weighed_at_batch(best, i)
-        return too_close_said(f"gamma={weighed}", f"{_change(gain - 1)} speedup", error) + past_measured(
-            weighed, measured_steps
-        )
+        said = too_close_said(f"gamma={weighed[0]}", f"{_change(weighed[1] - 1)} speedup", error)
+        return said + past_measured(weighed[0], measured_steps) + line
     return (
         f"speculate with gamma={gamma}" + past_measured(gamma, measured_steps) if gamma > 0 else "turn speculation off"
-    )
+    ) + line
 
 
 def deployment_capacity(

@@ -225,6 +225,7 @@ class LoadAnswer(Framed):
                     "spec": _figures(s, i, j),
                     "recommendation": self._recommend(i, j),
                     "verdict": self.verdict(i, j),
+                    "on_the_line": self._line(i, j) != "",
                     "model_error": self.model_error.record(),
                 }
             )
@@ -251,6 +252,16 @@ class LoadAnswer(Framed):
         if k is None:
             return None
         return verdict(float(self.objective()[k, j]) - 1.0, self.model_error, i > 0 and self._gains(i, j))
+
+    def _line(self, i: int, j: int) -> str:
+        """What the recommendation at load ``j`` adds where the gain :meth:`verdict` weighs is on the line
+        (:func:`specsim.answers.verdict.on_the_line_said`, as optimal-gamma at a batch says it); "" elsewhere."""
+        from specsim.answers.verdict import on_the_line_said
+
+        k = self._weighed(i, j)
+        if k is None:
+            return ""
+        return on_the_line_said(float(self.objective()[k, j]) - 1.0, self.model_error, i > 0 and self._gains(i, j))
 
     def _gains(self, i: int, j: int) -> bool:
         """Whether gamma row ``i`` beats plain decoding at load ``j`` (a fixed gamma may lose)."""
@@ -320,6 +331,11 @@ class LoadAnswer(Framed):
         return float(self._grid(self.state.decode_batch)[int(self.best[j]), j])
 
     def _recommend(self, i: int, j: int) -> str:
+        """The recommendation at load ``j`` with gamma row ``i`` picked (:meth:`_said`), and where its gain is on the
+        line, that (:meth:`_line`)."""
+        return self._said(i, j) + self._line(i, j)
+
+    def _said(self, i: int, j: int) -> str:
         s = self.state
         close = self._too_close(i, j)
         if close:

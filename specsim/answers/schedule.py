@@ -138,11 +138,10 @@ class ScheduleAnswer:
     def _line_notes(self, error) -> list[str]:
         """One line per part of a range taken on the line (:attr:`on_the_line`): its own verdict, which optimal-gamma
         at it gives, and why its row says another."""
-        from specsim.answers.verdict import VERDICT_RESOLUTION
+        from specsim.answers.verdict import line_said
 
         return [
-            f"{self._what(r)} at batch {part.batches}: {self._weighed_said(part)}, is within {VERDICT_RESOLUTION * 100:g} percentage point "
-            f"of specsim's measured error of {error.shown} ({error.short}), which is known no closer: on the line, "
+            f"{self._what(r)} at batch {part.batches}: {self._weighed_said(part)}, is {line_said(error)}, "
             f"{self._verdict_alone(part, error)} taken alone (as optimal-gamma at it says), so its row {r.batches} "
             f"keeps the verdict of the {'loads' if self.load is not None else 'batch sizes'} either side, {said}, "
             "rather than flip for it"

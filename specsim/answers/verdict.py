@@ -27,8 +27,10 @@ __all__ = [
     "VERDICT_RESOLUTION",
     "ModelError",
     "judged_at",
+    "line_said",
     "model_error",
     "on_the_line",
+    "on_the_line_said",
     "verdict",
 ]
 
@@ -139,6 +141,36 @@ def on_the_line(gain: float, error: ModelError) -> bool:
     (True, True, False, True)
     """
     return abs(abs(gain) - error.share) <= VERDICT_RESOLUTION + 1e-12
+
+
+def line_said(error: ModelError) -> str:
+    """How a gain on the line (:func:`on_the_line`) is said, by every answer that says it (schedule's notes,
+    optimal-gamma's recommendations).
+
+    >>> print(line_said(ModelError(0.0685, "b", "corpus, uncalibrated")))
+    within 0.1 percentage point of specsim's measured error of ±6.85% (corpus, uncalibrated), which is known no closer: on the line
+    """
+    return (
+        f"within {VERDICT_RESOLUTION * 100:g} percentage point of specsim's measured error of {error.shown} "
+        f"({error.short}), which is known no closer: on the line"
+    )
+
+
+def on_the_line_said(gain: float, error: ModelError, picked: bool) -> str:
+    """What a recommendation adds where the relative gain ``gain`` it weighs is :func:`on_the_line`: that, in
+    :func:`line_said`'s words, and the verdict on the other side of the line, which it could as well be ("" where the
+    gain is not on the line).  ``picked``: whether a speculating gamma was picked, as :func:`verdict` takes it.
+
+    >>> e = ModelError(0.0685, "b", "corpus")
+    >>> print(on_the_line_said(0.068, e, True))
+    ; its gain is within 0.1 percentage point of specsim's measured error of ±6.85% (corpus), which is known no closer: on the line, speculate as well
+    >>> on_the_line_said(0.05, e, True)
+    ''
+    """
+    if not on_the_line(gain, error):
+        return ""
+    other = VERDICTS[2] if verdict(gain, error, picked) != VERDICTS[2] else VERDICTS[0 if picked else 1]
+    return f"; its gain is {line_said(error)}, {other} as well"
 
 
 def too_close_said(weighed: str, change: str, error: ModelError) -> str:
