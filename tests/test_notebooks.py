@@ -160,3 +160,38 @@ def test_notebook_04s_prose_says_what_its_cells_compute():
             assert not best.gamma.any(), label  # it never pays
         else:
             assert batch[int(np.argmax(best.speedup))] == 32, label
+
+
+def test_notebook_02s_prose_says_what_its_cells_compute():
+    """Its last paragraph said the measured kernels' speedup 'fades from batch 16 on instead of staying flat and then
+    falling off a cliff past the ridge', and that this is why the default picks a smaller gamma at moderate batch; its
+    cells print the kernels' speedup falling from 1.68x to 1.03x between batch 64 and 256 (a cliff too), and the best
+    gamma the same as the roofline's up to batch 64.  The numbers the prose now quotes, against the same calls."""
+    from specsim.speculation.deployment import Deployment
+    from specsim.speculation.sweep import optimal_gamma_table, sweep
+
+    nb = nbformat.read(REPO / "notebooks" / "02-why-batch-size-matters.ipynb", as_version=4)
+    prose = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    code = "".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]" in code and "context=400" in code
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    on = {"hardware": dep.hardware, "pairs": (dep.target, dep.draft), "engine": "vllm"}
+    speed, ratio, best = {}, {}, {}
+    for timing in ("roofline", "hybrid"):
+        table = sweep(alpha=0.8, gamma=3, batch=batches, context=400, timing=timing, **on).set_index("batch")
+        speed[timing], ratio[timing] = table.speedup, table.verify_ratio
+        best[timing] = optimal_gamma_table(alpha=0.8, batch=batches, context=400, timing=timing, **on)
+        best[timing] = best[timing].set_index("batch").gamma
+    for b, word in ((16, "at batch 16"), (32, "at 32"), (64, "at 64"), (128, "at batch 128"), (256, "at 256")):
+        said = f"{speed['hybrid'][b]:.2f}x against {speed['roofline'][b]:.2f}x {word}"
+        assert said in prose, said
+    # "slips from batch 16 on, where the roofline holds it flat until the ridge"
+    lower = speed["roofline"] - speed["hybrid"]
+    assert lower.loc[:8].max() < 0.02 < lower[16]
+    assert (speed["roofline"].loc[:64] > 1.83).all() and (ratio["roofline"].loc[:64] < 1.002).all()
+    assert (ratio["hybrid"].loc[16:64] > 1.03).all()  # the left panel: verification dearer than a decode step
+    assert "The best γ (the cell above) is the same on both up to batch 64 (4 up to batch 32, 3 at 64)" in prose
+    assert "one smaller with the kernels at batch 128 (1 against 2)" in prose
+    assert best["roofline"].loc[:64].tolist() == best["hybrid"].loc[:64].tolist() == [4] * 6 + [3]
+    assert (best["hybrid"][128], best["roofline"][128]) == (1, 2)
