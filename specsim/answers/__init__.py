@@ -213,12 +213,18 @@ def gamma_answer(
     where a gamma drafts past the ``measured_steps`` the acceptance was measured at: an
     :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given).
 
-    ``acceptance`` an alpha or an :class:`~specsim.speculation.acceptance.Acceptance` and ``label`` what the rows call
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance` and ``label`` what the rows call
     it (None: :func:`specsim.answers.acceptance.acceptance_label`); ``batches`` decode batch sizes in sequences;
     ``context`` cached tokens per sequence; ``gamma_max`` the largest gamma searched; ``rtol`` the share of the best
     speedup within which the smallest gamma is picked; ``cap`` the memory the rows are checked against (None:
     :func:`deployment_capacity` at ``context`` with the engine's own share and limits).  Each left out is what
-    ``specsim optimal-gamma`` takes without its flag (:mod:`specsim.core.defaults`)."""
+    ``specsim optimal-gamma`` takes without its flag (:mod:`specsim.core.defaults`).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> [(r["batch"], r["gamma"], round(r["speedup"], 3), r["verdict"]) for r in gamma_answer(dep, 0.8, batches=[1, 64]).rows]
+    [(1, 4, 1.739, 'speculate'), (64, 3, 1.717, 'speculate')]
+    """
     from specsim.answers.acceptance import acceptance_label, checked_label
 
     # a row shows it as the acceptance it was computed at
@@ -362,10 +368,17 @@ def deployment_capacity(
     max_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
 ) -> Capacity:
-    """The memory budget at the tokens each sequence reserves (the engine's share of memory at ``memory_utilization``,
-    ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences, its own where not given); refuses a target
-    whose weights do not fit, and
-    a context past what the target or the draft was built for (``max_position_embeddings``)."""
+    """The memory budget of ``dep`` at the tokens each sequence reserves: ``context`` cached tokens, or ``max_context``
+    tokens where given (None: ``context``), with the engine's share of device memory at ``memory_utilization`` (a
+    fraction), ``max_batched_tokens`` tokens per iteration and ``max_num_seqs`` sequences (each None: the engine's own);
+    refuses a target whose weights do not fit, and a context past what the target or the draft was built for
+    (``max_position_embeddings``).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> cap = deployment_capacity(dep, 1128, None, None)
+    >>> cap.context_tokens, cap.max_batch_without_draft, cap.max_batch_with_draft
+    (1128, 411, 316)
+    """
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
     dep.require_within_positions(tokens, "--context (and --max-context)")
@@ -426,7 +439,7 @@ def capacity_record(
     max_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
 ) -> dict:
-    """capacity: the memory budget at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
+    """capacity: the memory budget of ``dep`` at ``context`` tokens per sequence (:func:`specsim.serving.capacity.capacity`, a
     hybrid target's scratch sized for ``gamma`` draft tokens) with the deployment's names and the smallest tensor
     parallelism that fits (:func:`specsim.serving.capacity.smallest_fitting_tp`); ``context`` in tokens (refused past
     the target's or the draft's positions), ``memory_utilization`` the engine's share of device memory (None: the
@@ -470,7 +483,13 @@ def memory_counted(dep: Deployment) -> list[str]:
 
 # -- speedup and steptime ---------------------------------------------------------------------
 def closed_form_answer(alpha: float, gamma: int, cost_ratio: float) -> dict:
-    """speedup --cost-ratio: the closed form E / (gamma c + 1)."""
+    """speedup --cost-ratio: the closed form E / (gamma c + 1) of the reference article, at per-token acceptance rate
+    ``alpha`` (in [0, 1]), ``gamma`` draft tokens a round and ``cost_ratio`` c, a draft step's time over a target
+    step's (dimensionless).
+
+    >>> closed_form_answer(0.8, 4, 0.05)
+    {'alpha': 0.8, 'gamma': 4, 'cost_ratio': 0.05, 'tokens_per_round': 3.3616, 'speedup': 2.8013333333333335}
+    """
     alpha = check_real("alpha", alpha, 0.0, 1.0)
     gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
     cost_ratio = check_real("cost_ratio", cost_ratio, 0.0, float("inf"))  # any finite ratio, as --cost-ratio
@@ -502,8 +521,19 @@ def _round_parts(times, i: int, off: bool, shape: tuple) -> dict:
 def speedup_rows(
     dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None, context: int | None = None
 ) -> tuple[list[dict], int]:
-    """speedup: one (acceptance, gamma) per batch size (default :data:`~specsim.core.defaults.DEFAULT_BATCHES`, at
-    :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`), with the three step times; and the context used."""
+    """speedup: one (acceptance, gamma) per batch size, with the three step times; and the context used.
+
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it; ``gamma`` draft tokens a
+    round; ``batches`` decode batch sizes in sequences (None: :data:`~specsim.core.defaults.DEFAULT_BATCHES`);
+    ``context`` cached tokens per sequence (None: :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`).  Times are
+    in seconds (``t_round_s``, ...).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> rows, context = speedup_rows(dep, 0.8, "alpha 0.8", 3, [1, 64], 1128)
+    >>> context, [(r["batch"], round(r["speedup"], 3)) for r in rows]
+    (1128, [(1, 1.737), (64, 1.717)])
+    """
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -542,8 +572,16 @@ def speedup_rows(
 def steptime_rows(
     dep: Deployment, batches: list, tokens_per_seq: object, context: object
 ) -> tuple[list[dict], list[str]]:
-    """steptime: one engine iteration of the deployment's target per (tokens per sequence, context, batch size), with
-    its roofline parts; ``tokens_per_seq`` and ``context`` are a number or a list of them."""
+    """steptime: one engine iteration of ``dep``'s target per (tokens per sequence, context, batch size), with its
+    roofline parts, and the sources of its numbers; ``batches`` decode batch sizes in sequences, ``tokens_per_seq`` the
+    tokens each sequence runs in the pass (1 for a decode step, gamma + 1 for a verification) and ``context`` its
+    cached tokens, each a number or a list of them.  Times are in seconds.
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> rows, sources = steptime_rows(dep, [1, 64], 1, 1128)
+    >>> [(r["batch"], round(r["step_time_s"] * 1e3, 3)) for r in rows]
+    [(1, 6.156), (64, 9.635)]
+    """
     model = dep.target
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
     qs = whole_numbers("tokens_per_seq", tokens_per_seq, 1, MAX_GAMMA + 1)

@@ -87,7 +87,17 @@ def round_anatomy(
     gamma_max: int = DEFAULT_GAMMA_MAX,
 ) -> RoundAnatomy:
     """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
-    speculation does not pay still shows the round it would run), with the plain decode step it replaces."""
+    speculation does not pay still shows the round it would run), with the plain decode step it replaces.
+
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it; ``batches`` decode batch sizes
+    in sequences (a load's mean decode batch may be a fraction); ``context`` cached tokens per sequence; ``gamma_max``
+    the largest gamma searched where ``gamma`` is None.  Times are in seconds (``t_round_s``, ``parts_s``).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> [(r["batch"], r["gamma"], round(r["speedup"], 3)) for r in round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128).rows]
+    [(1, 4, 1.739), (64, 3, 1.717)]
+    """
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -147,7 +157,15 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
     it in each iteration (``prompts_beside_s``, the iteration's ITL less the round), the plain iteration and the load's
     speedup.  A load where speculation does not pay shows the round of the speculating gamma its recommendation weighs
     (:meth:`~specsim.answers.load.LoadAnswer.best_speculating`, gamma 1 where none has room) with what that load would
-    give speculating so (``speculates`` False): its batch, iteration and speedup, not the plain ones beside a round."""
+    give speculating so (``speculates`` False): its batch, iteration and speedup, not the plain ones beside a round.
+    ``dep``, ``acceptance`` and ``label`` are the answer's (:func:`round_anatomy`'s); times are in seconds.
+
+    >>> from specsim.answers.load import load_answer
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> at = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 64], 1000, 256)
+    >>> [(r["load"], r["gamma"], round(r["prompts_beside_s"] * 1e3, 1)) for r in load_anatomy(dep, 0.8, "alpha 0.8", at, 1128)]
+    [('concurrency 1', 4, 0.0), ('concurrency 64', 3, 14.8)]
+    """
     rows = []
     for j, r in enumerate(answer.rows):
         spec, speedup, g = r["spec"], r["speedup_tpot"], r["gamma"]

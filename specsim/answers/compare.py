@@ -152,11 +152,25 @@ def compare_answer(
     limits_from: str = "",
     label: str | None = None,
 ) -> CompareAnswer:
-    """``label``: what the acceptance is called in each record (None: :func:`specsim.answers.acceptance.acceptance_label`,
+    """compare: latency and throughput per batch size with and without speculation, and at the largest batch that fits.
+
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`; ``batches`` decode batch sizes in sequences; ``context`` cached
+    tokens per sequence; ``gamma`` draft tokens a round (None: the best per batch, searched up to ``gamma_max``);
+    ``max_context`` the tokens each sequence reserves in the memory check (None: ``context``); ``memory_utilization``
+    the engine's share of device memory, a fraction (None: the engine's own).  Throughputs are in tokens per second,
+    latencies in seconds per token (:func:`specsim.serving.capacity.throughput_table`).
+    ``label``: what the acceptance is called in each record (None: :func:`specsim.answers.acceptance.acceptance_label`,
     "alpha 0.8"); ``max_batched_tokens`` and ``max_num_seqs``: the engine's, for its memory (None: its own,
     :func:`specsim.answers.deployment_capacity`); ``limits``: the limits that cap the largest batches
     (:class:`specsim.serving.steady.EngineLimits`, ``limits_from`` saying where they come from), None: those two, each
-    not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`)."""
+    not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> frame = compare_answer(dep, 0.8, [1, 64], 1128, None, 16, None, None).frame
+    >>> frame[["batch", "gamma", "tokens_per_s_plain", "tokens_per_s_spec"]].round(0).values.tolist()
+    [[1.0, 4.0, 162.0, 282.0], [64.0, 3.0, 6643.0, 11408.0]]
+    """
     from specsim.answers.acceptance import acceptance_label, checked_label
     from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.serving.steady import check_limits, engine_limits

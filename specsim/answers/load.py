@@ -535,13 +535,26 @@ def load_answer(
 ) -> LoadAnswer:
     """The best gamma (or ``gamma``, fixed) at each load of ``kind`` with what a benchmark measures there.
 
-    ``input_tokens`` and ``output_tokens`` are every request's lengths (a benchmark's fixed lengths: its plain users move
-    in step), unless ``prompt_sample`` and ``output_sample`` give a workload's distribution (then their means, and the
-    prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization``.
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it; ``loads`` users of a closed
+    loop (``kind`` "concurrency"), Poisson arrival rates in requests per second ("rate") or the requests of an offline
+    batch ("batch"); ``gamma_max`` the largest gamma searched; ``limits`` the engine's max_num_seqs and token budget
+    (:class:`~specsim.serving.steady.EngineLimits`; None: the engine's own on the GPU); ``lengths`` how the lengths
+    were given, for the header.  ``input_tokens`` and ``output_tokens`` are every request's lengths in tokens (a
+    benchmark's fixed lengths: its plain users move in step), unless ``prompt_sample`` and ``output_sample`` give a
+    workload's distribution (then their means, and the prefill and context weighted over it).  The KV cache is the capacity model's at ``memory_utilization`` (a fraction
+    of device memory; None: the engine's own).
     ``measured_steps``: the deepest draft step the acceptance was measured at, where known (a recommendation past it
     says that it extrapolates; an :class:`~specsim.speculation.acceptance.Acceptance`'s own where not given).
     ``rtol``: the best is the smallest gamma within that share of the most (plain decoding included), as
-    :func:`specsim.speculation.search.optimal_gamma` takes it per decode batch."""
+    :func:`specsim.speculation.search.optimal_gamma` takes it per decode batch.
+
+    >>> from specsim.speculation.deployment import Deployment
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> at = load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1, 64], 1000, 256)
+    >>> [(r["load"], r["gamma"], round(r["throughput_ratio"], 3)) for r in at.rows]
+    [('concurrency 1', 4, 1.705), ('concurrency 64', 3, 1.305)]
+    """
     from specsim.answers.acceptance import checked_label
     from specsim.answers.verdict import judged_at
     from specsim.speculation.search import search_bound

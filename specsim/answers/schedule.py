@@ -359,7 +359,18 @@ def schedule_answer(
     trees within ``tree``'s bounds), or with ``load`` (a :func:`specsim.answers.load.load_answer`) each load's best
     gamma keyed by its decode batch.  Speculation only where the predicted speedup is at least ``min_gain``; ``rtol``
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
-    (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from."""
+    (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from.  ``dep`` the
+    :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the answer calls it; ``max_batch`` and
+    ``context`` in sequences and tokens; ``sibling`` the sibling factor of ``tree``'s acceptance, a ranked sibling's
+    relative to the first, per rank (None: :data:`~specsim.speculation.acceptance.DEFAULT_SIBLING_FACTOR`); ``contexts`` more context lengths, in tokens, for the by-context table.
+
+    >>> from specsim.answers import deployment_capacity
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> answer = schedule_answer(dep, 0.8, "alpha 0.8", deployment_capacity(dep, 1128, None, None), max_batch=256)
+    >>> [(r.batches, r.gamma) for r in answer.ranges]
+    [('1-125', 3), ('126-256', 2)]
+    """
     from specsim.answers.verdict import judged_at, model_error, verdict
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 

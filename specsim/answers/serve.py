@@ -164,8 +164,15 @@ def sim_load(
     """The requests of ``runs`` runs of one load (seeds ``seed``, ``seed + 1``, ...;
     :data:`~specsim.serving.simulator.DEFAULT_RUNS`, or one for a ``trace``, which is replayed once): a Poisson
     ``rate``, a closed loop of ``concurrency`` users or a ``trace`` (:func:`~specsim.serving.simulator.requests_for`,
-    which also reads ``workload``, ``n`` and fixed ``lengths``); at most
-    :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all."""
+    which also reads ``workload``, ``n`` and fixed ``lengths``, (prompt, output) tokens); ``rate`` in requests per
+    second; ``dep`` the :class:`~specsim.speculation.deployment.Deployment` the requests are checked against; at most
+    :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all.
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> load = sim_load(dep, concurrency=4, n=20, runs=2, lengths=(500, 50))
+    >>> len(load.request_sets), len(load.request_sets[0])
+    (2, 20)
+    """
     from specsim.core.limits import MAX_BATCH, MAX_SEED, MAX_SIMULATED_REQUESTS, check_int
 
     seed = check_int("seed", seed, 0, MAX_SEED)
@@ -222,7 +229,18 @@ def serve_sim(
 ) -> ServeSimAnswer:
     """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
     ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
-    95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``)."""
+    95% interval where there are several (SLO attainment against ``slo_ttft_s`` and ``slo_tpot_s``, in seconds).
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
+    :class:`~specsim.speculation.acceptance.Acceptance`; ``gamma`` draft tokens a round, or "schedule" for the best
+    per batch size (up to ``gamma_max``); ``limits`` the engine's max_num_seqs and token budget
+    (:class:`~specsim.serving.steady.EngineLimits`; None: the engine's own on the GPU); ``memory_utilization`` its
+    share of device memory, a fraction (None: its own).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> answer = serve_sim(dep, sim_load(dep, concurrency=4, n=20, runs=1, lengths=(500, 50)), 0.8, gamma=3)
+    >>> answer
+    ServeSimAnswer(Deployment(llama-3.1-8b + llama-3.2-1b on h100-sxm, roofline step times, engine none), 4 users, 1 run of 20 requests; off: TPOT p50 6.20 ms, on: TPOT p50 3.83 ms)
+    """
     from specsim.core.limits import check_real
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX
     from specsim.serving.steady import check_limits, engine_limits

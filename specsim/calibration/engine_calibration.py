@@ -472,7 +472,15 @@ def calibrate_engine(
     (:class:`specsim.serving.steady.EngineLimits`; the engine's own on the GPU unless given,
     :func:`specsim.engines.default_limits`, said in the notes), its KV cache at ``memory_utilization`` of the GPU's
     memory (the engine's own share unless given, :func:`specsim.serving.capacity.memory_share`, said in the notes);
-    ``done`` is called after each fit (a progress bar)."""
+    ``weight_dtype`` and ``kv_dtype`` the target's weight and KV-cache formats (None: the model's own, bf16);
+    ``done`` is called after each fit (a progress bar).  ``specsim calibrate-engine`` reads the runs from benchmark
+    files; a fit needs runs without speculation and with it:
+
+    >>> calibrate_engine([], [], [], hardware="h100-sxm", target="llama-3.1-8b", engine="vllm")
+    Traceback (most recent call last):
+    ...
+    ValueError: no runs to fit: give benchmark runs without speculation and with it
+    """
     from specsim.calibration.engine_fit import fit_engine
     from specsim.calibration.inputs import served_target
     from specsim.core.defaults import DEFAULT_DRAFT

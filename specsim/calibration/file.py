@@ -420,7 +420,14 @@ def _check_identity(where: str, data: dict) -> None:
 
 
 def read_calibration(path: str | Path) -> Calibration:
-    """A calibration file, every key checked; refused in one line naming the key where it is not one."""
+    """The calibration file at ``path`` (a str or :class:`~pathlib.Path`, as ``specsim calibrate-engine --out`` wrote
+    it), every key checked; refused in one line naming the key where it is not one, or the file where it is none.
+
+    >>> read_calibration("no-such-calibration.yaml")
+    Traceback (most recent call last):
+    ...
+    ValueError: calibration file 'no-such-calibration.yaml' does not exist
+    """
     from specsim.core.limits import load_yaml
     from specsim.describe.hardware import profile_from_mapping
     from specsim.engines import TERMS

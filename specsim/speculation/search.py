@@ -329,6 +329,10 @@ def optimal_gamma(
 ) -> OptimalGamma:
     """Best gamma in 0..gamma_max per point of broadcast (acceptance, batch, context).
 
+    ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``batch`` decode batch sizes in sequences and
+    ``context`` cached tokens per sequence (numbers or arrays); ``rtol`` the share of the best speedup within which
+    the smallest gamma is picked (0: the best itself).
+
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
     per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).
 
