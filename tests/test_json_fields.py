@@ -76,3 +76,49 @@ def test_the_json_glossary_names_every_field_printed_and_nothing_else(capsys):
     named = _named()
     assert not seen - named, f"fields printed but not in docs/reference/json.md: {sorted(seen - named)}"
     assert not named - seen, f"fields in docs/reference/json.md that no command printed: {sorted(named - seen)}"
+
+
+def _names_table() -> list[list[str]]:
+    """The rows of the page's 'One quantity, several names' table: its cells, backticks kept."""
+    text = GLOSSARY.read_text().split("## One quantity, several names", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| ")]
+    return rows[1:]  # (the header)
+
+
+def _at(doc: dict, dotted: str):
+    for key in dotted.split("."):
+        doc = doc[key]
+    return doc
+
+
+def test_the_names_of_one_quantity_across_commands_are_what_each_prints(capsys):
+    """compare --json writes tokens_per_s_plain, the load answers plain.output_tokens_per_s, serve-sweep
+    off_tokens_per_s: the names are kept (a rename breaks what scripts read) and docs/reference/json.md's table says
+    which is which.  Each name it gives is one that command prints; serve-sweep's are serve-sim's at the same runs; and
+    a load's plain throughput is below the decode batch's of as many sequences, as the page says (1,124 and 4,495 tok/s
+    against 1,223 and 6,643 at 8 and 64)."""
+    rows = _names_table()
+    assert [r[0] for r in rows] == [
+        "output tokens per second, plain",
+        "output tokens per second, speculating",
+        "time per output token, plain",
+        "time per output token, speculating",
+    ]
+    load = ["--concurrency", "2", "--input-len", "200", "--output-len", "20", "--requests", "8"]
+    outputs = []
+    for command in (
+        ["compare", "--batch", "8,64"],
+        ["optimal-gamma", "--concurrency", "8,64"],
+        ["serve-sim", *load, "--runs", "1"],
+        ["serve-sweep", *load],
+    ):
+        assert main([*command, "--json"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    compare, at_load, sim, sweep = outputs[0][0], outputs[1][0], outputs[2], outputs[3]["concurrencies"][0]
+    for row in rows:
+        names = [re.match(r"`([a-z_0-9.]+)`", cell).group(1) for cell in row[1:]]
+        values = [_at(doc, name) for doc, name in zip((compare, at_load, sim, sweep), names)]
+        assert all(isinstance(v, float) for v in values), (row[0], values)
+        assert values[2] == values[3], row[0]  # serve-sweep's row is serve-sim's summary flattened
+    plain = [(c["tokens_per_s_plain"], a["plain"]["output_tokens_per_s"]) for c, a in zip(outputs[0], outputs[1])]
+    assert [(round(c), round(a)) for c, a in plain] == [(1223, 1124), (6643, 4495)]
