@@ -593,6 +593,20 @@ def test_a_hidden_share_on_its_upper_bound_says_the_rounds_want_to_be_shorter_no
     assert "check --hardware" in stage.status["round_s"][1]
 
 
+def test_a_prefill_efficiency_on_its_upper_bound_names_prompts_the_prefix_cache_served():
+    """Prompts faster than any GPU computes them are most often prompts the engine served in part from its prefix cache
+    (on by default in vLLM; a multi-turn benchmark resends each conversation's history), which specsim does not model: a
+    prefill efficiency the runs push to its upper bound says so beside the flags to check."""
+    from specsim.calibration.engine_fit import PREFILL_BOUNDS, _Param, _Stage
+
+    params = [_Param("prefill_scale", *PREFILL_BOUNDS, 1.0, 1.0)]
+    stage = _Stage(params, lambda v: np.array([v.prefill_scale - 20.0]), Values())
+    stage.fit()
+    status, why = stage.status["prefill_scale"]
+    assert status == "not identified" and "upper bound" in why and "check --hardware" in why
+    assert "prefix cache" in why
+
+
 def test_two_acceptances_that_correlate_through_engine_terms_hold_those_terms_not_an_acceptance():
     """Two sweeps at three loads each, alpha_i + 0.1 (g_j round + h_j seq) with g and h nearly alike: the two sweeps'
     acceptances share no run, yet their estimates correlate beyond 0.99 through the per-round and per-sequence terms.

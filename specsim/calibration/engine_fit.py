@@ -299,6 +299,14 @@ class _Stage:
                         "host terms held at the preset, or the passes, are longer than these runs' engine's"
                         if side == "upper" and p.name == "overlap_share"
                         else "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
+                        + (
+                            # Prompts the engine found in its prefix cache cost it no prefill; specsim charges them all.
+                            ", and whether the engine served the prompts in part from its prefix cache (vLLM's is on "
+                            "by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
+                            "conversation's history), which specsim does not model: it charges every prompt token"
+                            if p.name == "prefill_scale"
+                            else ""
+                        )
                         if side == "upper" and not p.name.startswith("alpha")
                         else ""
                     ),
