@@ -336,6 +336,22 @@ def test_files_written_one_per_concurrency_form_one_sweep_and_one_acceptance(tmp
     assert any("fitted only on runs at this load" in why for why in by_file["not_held_out"]["held_out"])
 
 
+def test_a_rate_past_the_presets_capacity_is_named_with_its_arm_and_recorded_ttft(tmp_path, capsys):
+    """A run refused as past what the preset's engine serves says which arm it is (plain and speculative files written
+    one per rate share their names) and the TTFT it recorded: a short one is an engine that kept up, so the preset, not
+    the run, is off for it, as where the engine served prompts from its prefix cache, which specsim does not model."""
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    report["benchmarks"][3]["config"]["strategy"] = {"type_": "constant", "rate": 1000.0}
+    for bench in report["benchmarks"]:  # each recorded its TTFT, as GuideLLM 0.6 and later write it
+        bench["metrics"]["time_to_first_token_ms"] = {"successful": {"mean": 45.0, "median": 45.0, "count": 200}}
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "r.json").write_text(json.dumps(report))
+    assert main(["calibrate-engine", "--plain", str(tmp_path / "plain" / "r.json"), "--hardware", "h100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "plain r.json#4: rate 1000/s is past what the serving model's engine serves at the preset" in err, err
+    assert "recorded mean TTFT 45 ms" in err and "prefix cache" in err, err
+
+
 # -- the run model: the serving model against the simulator that made the samples -----------------------------------
 def test_only_a_lone_requests_ttft_joins_the_fit():
     """A TTFT under load is mostly waiting (the convoy, the server's queue): the prefill efficiency is fitted to the TTFT

@@ -470,14 +470,27 @@ class RunModel:
         with scipy's "Residuals are not finite in the initial point"."""
         self.settle(values)
         times = self.predict(values, np.arange(len(self.runs)))
-        past = [c.run for c, t in zip(self.runs, times) if not np.isfinite(t)]
+        past = [c for c, t in zip(self.runs, times) if not np.isfinite(t)]
         if past:
-            named = "; ".join(f"{r.where}: {r.load}" for r in past[:3]) + ("; ..." if len(past) > 3 else "")
+            # Named with its arm: plain and speculative files written one per rate share their names (rate-1.0.json).
+            named = "; ".join(
+                f"{'plain' if c.setup is None else 'speculative'} {c.run.where}: {c.run.load}" for c in past[:3]
+            ) + ("; ..." if len(past) > 3 else "")
+            ttfts = [f"{c.run.ttft_s * 1e3:.3g} ms" for c in past[:3] if c.run.ttft_s is not None]
             raise ValueError(
                 f"{named} is past what the serving model's engine serves at the preset ({preset_key}'s terms, where "
                 "the fit starts), an estimate, not what your engine did: the answers time such a rate as the full "
                 "engine, but calibrate-engine does not fit a run that way yet; leave it out, or run the rate with a "
                 "concurrency cap (vllm bench serve --max-concurrency, GuideLLM --max-concurrency), a closed loop"
+                + (
+                    f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate "
+                    "and the preset's prompts or steps are slower than its, as where it served prompts in part from "
+                    "its prefix cache (vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn "
+                    "benchmark resends each conversation's history), which specsim does not model; check --hardware, "
+                    "--engine, --tp and the dtypes too"
+                    if ttfts
+                    else ""
+                )
             )
 
     def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
