@@ -352,6 +352,19 @@ def test_a_rate_past_the_presets_capacity_is_named_with_its_arm_and_recorded_ttf
     assert "recorded mean TTFT 45 ms" in err and "prefix cache" in err, err
 
 
+def test_the_note_on_paced_runs_names_their_rates_in_the_order_of_the_rate():
+    """Rates named as text sort "rate 1/s" after "rate 1.5/s" (the DO-Solutions sweep's note read "rate 1.25/s, rate
+    1.5/s, rate 1/s, rate 2.5/s, rate 2/s"): the note names them by number, as the table's rows come."""
+    from specsim.calibration.engine_calibration import _paced_said
+
+    def paced(rate):
+        run = BenchRun("r.json", 1, "vllm", None, f"rate {rate:g}/s", 100, 1.0, 0.02, 1000.0, 200.0, None, kind="rate")
+        return CalRun(dataclasses.replace(run, load_value=rate))
+
+    said = _paced_said([paced(r) for r in (2.0, 1.0, 2.5, 1.5, 10.0)])
+    assert said.startswith("runs at a Poisson rate (rate 1/s, rate 1.5/s, rate 2/s, rate 2.5/s, rate 10/s)"), said
+
+
 # -- the run model: the serving model against the simulator that made the samples -----------------------------------
 def test_only_a_lone_requests_ttft_joins_the_fit():
     """A TTFT under load is mostly waiting (the convoy, the server's queue): the prefill efficiency is fitted to the TTFT

@@ -431,11 +431,13 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
 def _paced_said(runs: list) -> str:
     """What the fit leaves out of runs at a Poisson rate: the wait for admission where the engine is full
     (:mod:`specsim.serving.arrivals`), which the answers at ``--rate`` add; "" where no run is paced."""
+    from specsim.calibration.runs import load_key
+
     paced = [c.run for c in runs if c.run.kind == "rate"]
     if not paced:
         return ""
-    loads = sorted({r.load for r in paced})
-    by_e2e = sorted({r.load for r in paced if r.observable == "e2e"})
+    loads = sorted({r.load for r in paced}, key=load_key)  # by number: as text "rate 1/s" follows "rate 1.5/s"
+    by_e2e = sorted({r.load for r in paced if r.observable == "e2e"}, key=load_key)
     return (
         f"runs at a Poisson rate ({', '.join(loads)}): their fitted TTFT leaves out the wait for admission where the "
         "engine is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; "
