@@ -365,6 +365,25 @@ def test_the_note_on_paced_runs_names_their_rates_in_the_order_of_the_rate():
     assert said.startswith("runs at a Poisson rate (rate 1/s, rate 1.5/s, rate 2/s, rate 2.5/s, rate 10/s)"), said
 
 
+def test_files_of_one_name_in_two_folders_are_told_apart_in_the_runs_and_their_sweeps(tmp_path, capsys):
+    """vllm bench serve writes a file a run, named by its load: two sweeps kept in their own folders share the names
+    (a/c1.json, b/c1.json). Each run is named by enough of its path to tell it apart, and --sweep-by file gives each file
+    its own sweep (by the base name alone, a/c1.json and b/c1.json were one, with one acceptance)."""
+    for folder, ttft_scale in (("a", 1.0), ("b", 1.02)):  # b's runs are other measurements, not copies of a's
+        (tmp_path / folder).mkdir()
+        for line in Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            rec["mean_ttft_ms"] *= ttft_scale
+            rec["median_ttft_ms"] *= ttft_scale
+            (tmp_path / folder / f"c{rec['max_concurrency']}.json").write_text(json.dumps(rec))
+    spec = [str(p) for p in sorted(tmp_path.glob("*/c*.json"))]
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", *spec, "--hardware", "h100"]
+    s = _json(argv + ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10", "--sweep-by", "file"], capsys)
+    named = [r["file"] for r in s["runs"] if r["kind"] == "spec"]
+    assert sorted(named) == sorted(f"{f}/c{c}.json#1" for f in "ab" for c in (1, 4, 16, 64)), named
+    assert len({r["sweep"] for r in s["runs"] if r["kind"] == "spec"}) == 8
+
+
 # -- the run model: the serving model against the simulator that made the samples -----------------------------------
 def test_only_a_lone_requests_ttft_joins_the_fit():
     """A TTFT under load is mostly waiting (the convoy, the server's queue): the prefill efficiency is fitted to the TTFT

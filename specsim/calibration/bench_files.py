@@ -49,7 +49,7 @@ is the mean prompt plus half the mean output (:func:`specsim.core.workloads.mean
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specsim.core.limits import MAX_JSON_BYTES, loads_json
@@ -124,6 +124,9 @@ class BenchRun:
     server_hinted: bool = False
     #: Where :attr:`accept_length` came from where the file records none: a saved /metrics page's name (None: the file)
     accept_length_page: str | None = None
+    #: The file as messages name it where another file given shares its base name: enough of its path to tell them
+    #: apart (:func:`read_alike`; None: its base name)
+    label: str | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -134,8 +137,13 @@ class BenchRun:
         return self.rate_per_s * (c - 1) / c if c else self.rate_per_s
 
     @property
+    def name(self) -> str:
+        """The file's name as messages, sweeps and --json give it: its base name, or its :attr:`label`."""
+        return self.label or Path(self.path).name
+
+    @property
     def where(self) -> str:
-        return f"{Path(self.path).name}#{self.index}"
+        return f"{self.name}#{self.index}"
 
     @property
     def context(self) -> float:
@@ -858,18 +866,39 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
     return runs
 
 
+def _labels(paths: list) -> list:
+    """Each path's :attr:`BenchRun.label`: None where its base name is its own, else the shortest tail of its path that no
+    other path given with that base name shares (vllm bench serve names a file by its load, so two sweeps kept in two
+    folders share their names: ``plain/rate-1.0.json``, ``spec/rate-1.0.json``)."""
+    parts = [Path(p).absolute().parts for p in paths]
+    out = []
+    for mine in parts:
+        alike = [other for other in parts if other[-1] == mine[-1] and other != mine]
+        k = next((k for k in range(2, len(mine) + 1) if all(o[-k:] != mine[-k:] for o in alike)), len(mine))
+        out.append("/".join(mine[-k:]) if alike else None)
+    return out
+
+
 def read_alike(paths: list) -> tuple[list[list[BenchRun]], str | None]:
     """(each file's runs, in the order of ``paths``, a note or None): every run read by one statistic.  The mean where
     every record holds one; else the median (a source that keeps medians for every row and means for some, as
     InferenceX's dashboard does): a plain run's median TPOT over a speculative run's mean is not a speedup (the
     InferenceX sources' speculative means sat from 9% under to 1% over their medians), and a fit to both reads two
     statistics as one.  Each file is read once, and again only where the medians are taken."""
-    runs = [read_bench_file(path) for path in paths]
+    labels = _labels(paths)
+
+    def read(prefer: str) -> list[list[BenchRun]]:
+        return [
+            [r if label is None else replace(r, label=label) for r in read_bench_file(path, prefer)]
+            for path, label in zip(paths, labels)
+        ]
+
+    runs = read("mean")
     flat = [r for file_runs in runs for r in file_runs]
     medians = [r for r in flat if r.statistic == "median"]
     if not medians or len(medians) == len(flat):
         return runs, None
-    runs = [read_bench_file(path, "median") for path in paths]
+    runs = read("median")
     means = [r for file_runs in runs for r in file_runs if r.statistic == "mean"]
     others = f" and {len(means) - 1} other(s)" if len(means) > 1 else ""
     return runs, (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -110,7 +109,7 @@ def _told_by(runs) -> str:
     parts = []
     for page in dict.fromkeys(c.run.accept_length_page for c in runs):
         named = [c for c in runs if c.run.accept_length_page == page]
-        files = ", ".join(sorted({Path(c.run.path).name for c in named}))
+        files = ", ".join(sorted({c.run.name for c in named}))
         parts.append(
             f"{counted(len(named), 'run')} of {files} recorded"
             if page is None

@@ -25,7 +25,6 @@ Runs that no engine could have produced are refused before any fit (:func:`check
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -327,7 +326,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
             continue
         r = c.run
         if by == "file":
-            name = Path(r.path).name
+            name = r.name
         elif by == "all":
             name = "all speculative runs"
         else:
@@ -357,7 +356,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         members = [c for c in out if c.setup is not None and c.sweep == name]
         told = [c.run.accept_length is not None or c.setup.pinned_accept_length is not None for c in members]
         if any(told) and not all(told):  # a plain file given with --spec records none (a study may mix, as the H100's)
-            silent = by_number({Path(c.run.path).name for c, t in zip(members, told) if not t})
+            silent = by_number({c.run.name for c, t in zip(members, told) if not t})
             pooled = any(c.setup.sweep_accept_length is not None for c in with_sweep_acceptance(members))
             lines.append(
                 f"{', '.join(silent[:3])}{', ...' if len(silent) > 3 else ''}: no acceptance recorded, where the other "
@@ -371,7 +370,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
                 )
                 + ": if it is a plain run given as --spec, drop it"
             )
-        files = by_number({Path(c.run.path).name for c in members})
+        files = by_number({c.run.name for c in members})
         steps = sorted({c.setup.steps for c in members})
         lines.append(
             f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
