@@ -2464,3 +2464,28 @@ def test_plain_runs_under_the_models_floor_are_said(capsys, tmp_path):
     assert f"(kernels: {floor['source_s'] * 1e3:.2f} ms at batch 1.0 over 1,128 cached)" in said[0]
     assert main(argv + [_scaled_plain(tmp_path / "one.jsonl", 1.0), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plain_floor"] is None
+
+
+DO_GTC = Path(__file__).parent / "data" / "do-gtc-2026"
+
+
+def test_a_fit_that_fitted_nothing_says_so_and_its_file_is_not_called_fitted(tmp_path, capsys):
+    """Real runs the model cannot reach (a multi-turn workload served largely from vLLM's prefix cache,
+    tests/data/do-gtc-2026): every term ends on a bound or is held, and no acceptance is fitted.  The output said "use:
+    specsim optimal-gamma --calibration" and the file's profile "fitted by calibrate-engine", though it answers with the
+    preset's terms: now a warning says nothing was fitted, the file's profile and every answer's basis say it."""
+    from specsim.calibration.file import read_calibration
+
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", *(str(DO_GTC / f"rate-{r}.json") for r in ("0.5", "0.75", "1.0"))]
+    argv += ["--hardware", "h200", "--target", "llama-3.1-70b", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    assert main([*argv, "--engine", "vllm@0.14.1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "warning: nothing was fitted: every term is held at vllm@0.14's preset or not identified" in text
+    assert "use: specsim optimal-gamma" not in text
+    assert f"{out} answers with vllm@0.14's terms: nothing in it was fitted" in text
+    assert yaml.safe_load(out.read_text())["profile"]["description"].endswith("calibrate-engine fitted nothing")
+    cal = read_calibration(out)
+    engine = cal.apply(get_engine("vllm@0.14.1"))
+    assert "calibrate-engine fitted nothing (cal.yaml, sha256 " in engine.basis
+    assert not engine.basis.startswith("fitted by")

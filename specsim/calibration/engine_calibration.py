@@ -448,6 +448,15 @@ def _paced_said(runs: list) -> str:
     )
 
 
+def nothing_fitted_said(preset_key: str) -> str:
+    """The warning of a fit where nothing was fitted: a file of it answers with the preset's terms, not the engine's."""
+    return (
+        f"nothing was fitted: every term is held at {preset_key}'s preset or not identified (above), and no "
+        f"acceptance was fitted: a calibration file of these runs answers with {preset_key}'s terms, not your "
+        "engine's (its error on these runs is the table's)"
+    )
+
+
 def calibrate_engine(
     runs: list,
     files: list,
@@ -557,6 +566,10 @@ def calibrate_engine(
         notes.append(paced)
     kv = runs_kv_bytes(dep, runs, limits, memory_utilization)
     fit = fit_engine(dep, runs, limits=limits, kv_bytes=kv, done=done)
+    from specsim.calibration.file import fitted_any
+
+    if not fitted_any(fit.terms | fit.acceptance):
+        fit = dataclasses.replace(fit, warnings=[*fit.warnings, nothing_fitted_said(dep.engine.key)])
     return EngineCalibration(
         fit,
         dep,

@@ -275,7 +275,12 @@ def calibration_mapping(
             name=f"{dep.hardware.name}-{dep.engine.name}-fitted",
             device=device,
             calibration=None,
-            description=f"{hw.description} - fitted by calibrate-engine",
+            description=f"{hw.description} - "
+            + (
+                "fitted by calibrate-engine"
+                if fitted_any(fit.terms | fit.acceptance)
+                else "calibrate-engine fitted nothing"
+            ),
         )
     )
     terms = {name: _clean(t.to_dict()) for name, t in fit.terms.items()}
@@ -336,6 +341,18 @@ def calibration_mapping(
             record["acceptance"]["per_position"] = [float(c) for c in acceptance_per_position]
     record["fit_sha256"] = fit_digest(record)
     return record
+
+
+def fitted_any(terms: dict) -> bool:
+    """Whether any of ``terms`` (name -> :class:`~specsim.calibration.engine_fit.Term`, or its mapping as a calibration
+    file keeps it) was fitted: none where every value is held at the preset or not identified.
+
+    >>> fitted_any({"scale": {"status": "held"}, "acceptance a": {"status": "not identified"}})
+    False
+    >>> fitted_any({"scale": {"status": "fitted"}})
+    True
+    """
+    return any((t.get("status") if isinstance(t, dict) else t.status) == "fitted" for t in terms.values())
 
 
 def fit_digest(record: dict) -> str:
@@ -705,10 +722,15 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
 
     engine = preset.with_iteration_ms(cal.iteration_s * 1e3, cal.iteration_seq_s * 1e6)
     theirs = drafter_class(cal.drafter)
+    basis = (
+        f"fitted by calibrate-engine ({cal.said_file})"
+        if fitted_any(cal.record.get("terms") or {})
+        else f"the preset's, {preset.basis}: calibrate-engine fitted nothing ({cal.said_file})"
+    )
     if drafter is not None and drafter is not theirs:
         return dataclasses.replace(
             engine,
-            basis=f"fitted by calibrate-engine ({cal.said_file})",
+            basis=basis,
             spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} was fitted to {theirs.label}'s rounds, not "
             f"{drafter.label}'s (calibrate with this drafter's runs to fit its rounds)",
             calibration=f"{cal.name} (its plain steps; rounds the preset's: it was fitted to {theirs.label}'s)",
@@ -735,7 +757,7 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
         )
     return dataclasses.replace(
         engine,
-        basis=f"fitted by calibrate-engine ({cal.said_file})",
+        basis=basis,
         spec=host,
         kernel_spec=host,
         spec_basis=spec_basis,

@@ -280,7 +280,12 @@ def _print_fit(fit, dep, summary, notes, out, floor=None) -> None:
             from specsim.calibration.engine_calibration import measured_acceptance
 
             print(f"its acceptance: {measured_acceptance(fit)[1] or 'none (no sweep recorded or fitted one)'}")
-        print(f"use: specsim optimal-gamma --calibration {out}")
+        from specsim.calibration.file import fitted_any
+
+        if fitted_any(fit.terms | fit.acceptance):
+            print(f"use: specsim optimal-gamma --calibration {out}")
+        else:
+            print(f"{out} answers with {dep.engine.key}'s terms: nothing in it was fitted (warning above)")
     else:
         print(
             "use: write the fit with --out calibration.yaml, then: specsim optimal-gamma --calibration calibration.yaml"
