@@ -249,3 +249,36 @@ def test_optimal_gamma_says_a_gain_on_the_line_as_the_schedule_does(capsys):
     assert rows[1]["recommendation"].endswith(f"{said}, speculate as well")
     assert main(["optimal-gamma", *load]) == 0
     assert capsys.readouterr().out.count(said) == 2
+
+
+def test_compare_and_explain_say_a_gain_on_the_line_as_optimal_gamma_does(capsys):
+    """compare and explain at batch 254-256 (--draft eagle3 --alpha 0.4: gamma 1's +6.8-6.9% against the corpus's
+    ±6.85%) said "too close to call" at 255-256 and nothing at all at 254, where optimal-gamma names all three on the
+    line: now their text says it in verdict.line_said's words and --json's rows carry on_the_line, at loads too."""
+    from specsim.answers.verdict import line_said, model_error
+    from specsim.speculation.deployment import Deployment
+
+    said = line_said(model_error(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")))
+    at = ["--draft", "eagle3", "--alpha", "0.4", "--batch", "254,255,260"]
+    assert main(["compare", *at, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["verdict"], r["on_the_line"]) for r in rows] == [
+        ("speculate", True),
+        ("too close to call", True),
+        ("speculate", False),
+    ]
+    assert main(["compare", *at]) == 0
+    out = capsys.readouterr().out
+    assert f"batch 254: speculate: gamma=1 gives +6.9% speedup; its gain is {said}, too close to call as well" in out
+    assert out.count(said) == 2
+    assert main(["explain", *at, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    rows = rows if isinstance(rows, list) else rows["rows"]
+    assert [r["on_the_line"] for r in rows] == [True, True, False]
+    assert main(["explain", *at]) == 0
+    assert f"at batch 254, 255 the speedup (1.069x, 1.068x) is {said}" in capsys.readouterr().out
+    load = ["--alpha", "0.45", "--concurrency", "40,41,60", "--input-len", "1128", "--output-len", "256"]
+    assert main(["explain", *load, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    rows = rows if isinstance(rows, list) else rows["rows"]
+    assert [r["on_the_line"] for r in rows] == [True, True, False]

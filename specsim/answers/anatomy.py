@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
-from specsim.answers.verdict import VERDICTS, judged_at, model_error, verdict
+from specsim.answers.verdict import VERDICTS, judged_at, line_said, model_error, on_the_line, verdict
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.acceptance import acceptance_rates
@@ -65,6 +65,13 @@ class RoundAnatomy:
                 f"at batch {', '.join(str(r['batch']) for r in close)} the speedup "
                 f"({speedups}) is inside specsim's measured error of "
                 f"{e.shown} ({e.short}): too close to call; measure both arms (specsim bench-plan)"
+            )
+        line = [r for r in self.rows if r.get("on_the_line")]
+        if line:
+            speedups = ", ".join(f"{r['speedup']:.3f}x" for r in line)
+            out.append(
+                f"at batch {', '.join(str(r['batch']) for r in line)} the speedup ({speedups}) is "
+                f"{line_said(model_error(self.deployment))}: its verdict could as well be the other"
             )
         grow = {
             p: last["parts_s"][p] / last["t_target_s"] - first["parts_s"][p] / first["t_target_s"] for p in self.parts
@@ -137,6 +144,7 @@ def round_anatomy(
                 "round_over_decode": total / decode,
                 "speedup": float(out.speedup),
                 "verdict": verdict(float(out.speedup) - 1.0, error, float(out.speedup) > 1.0),
+                "on_the_line": on_the_line(float(out.speedup) - 1.0, error),
                 "model_error": error.record(),
                 "context_tokens": int(context),
                 "context_basis": context_basis(context),
@@ -190,6 +198,7 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
                 # would give where it does not: the text's starred row)
                 "speedup_at_gamma": speedup,
                 "verdict": r["verdict"],  # the load's (by what its gamma is picked on), not the bare round's
+                "on_the_line": r["on_the_line"],
                 "at_load": {k: r[k] for k in ("gamma", "plain", "spec", "recommendation")},
             }
         )

@@ -51,7 +51,11 @@ class CompareAnswer(Framed):
             "deployment": dep.identity(),
         }
         rows = self.frame.to_dict(orient="records")
-        return [r | {"verdict": said, "model_error": error} | shared for r, said in zip(rows, self.verdicts())]
+        lines = self.on_the_line()
+        return [
+            r | {"verdict": said, "on_the_line": line, "model_error": error} | shared
+            for r, said, line in zip(rows, self.verdicts(), lines)
+        ]
 
     def largest_batches(self) -> tuple | None:
         """(the largest batch the engine runs with the draft, the largest without it: what fits in memory, at most its
@@ -124,6 +128,14 @@ class CompareAnswer(Framed):
 
         best = optimal_gamma(self.deployment, self.acceptance, self.frame["batch"].to_numpy(float), context, gamma_max)
         return [weighed_at_batch(best, i) for i in range(len(self.frame))]
+
+    def on_the_line(self) -> list:
+        """Per row of :attr:`frame`: whether the gain :meth:`weighed` is on the line
+        (:func:`specsim.answers.verdict.on_the_line`), its verdict as well the other; False where none is weighed."""
+        from specsim.answers.verdict import on_the_line
+
+        error = self.model_error
+        return [w is not None and on_the_line(w[1] - 1.0, error) for w in self.weighed()]
 
     def verdicts(self) -> list:
         """Per row of :attr:`frame`: :func:`specsim.answers.verdict.verdict` of the gain :meth:`weighed`, speculating

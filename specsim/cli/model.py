@@ -520,17 +520,25 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def _print_compare_verdicts(answer) -> None:
-    """Under compare's table: the rows whose gain is too close to call (their gamma column alone reads as a call), in
-    optimal-gamma's words, and then the error they are inside and where it comes from; nothing where every row's gamma
-    column is the call (--json carries every row's verdict)."""
+    """Under compare's table: the rows whose gain is too close to call (their gamma column alone reads as a call) or on
+    the line, in optimal-gamma's words, and then the error they are inside and where it comes from; nothing where every
+    row's gamma column is the call (--json carries every row's verdict)."""
     from specsim.answers.load import _change
-    from specsim.answers.verdict import VERDICTS, too_close_said
+    from specsim.answers.verdict import VERDICTS, on_the_line_said, too_close_said
 
     error = answer.model_error
     close = [
-        f"batch {batch}: " + too_close_said(f"gamma={w[0]}", f"{_change(w[1] - 1)} speedup", error)
-        for batch, w, said in zip(answer.frame["batch"], answer.weighed(), answer.verdicts())
-        if said == VERDICTS[2]
+        f"batch {batch}: "
+        + (
+            too_close_said(f"gamma={w[0]}", f"{_change(w[1] - 1)} speedup", error)
+            if said == VERDICTS[2]
+            else f"{said}: gamma={w[0]} gives {_change(w[1] - 1)} speedup"
+        )
+        + (on_the_line_said(w[1] - 1.0, error, bool(w[0] > 0 and w[1] >= 1.0)) if line else "")
+        for batch, w, said, line in zip(
+            answer.frame["batch"], answer.weighed(), answer.verdicts(), answer.on_the_line()
+        )
+        if said == VERDICTS[2] or line
     ]
     if close:
         print("\n".join([*close, error.said(rtol=False)]))  # compare has no --rtol
