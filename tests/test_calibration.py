@@ -2330,6 +2330,59 @@ def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(t
     assert "Poisson rate" not in capsys.readouterr().out
 
 
+def _past_capacity(tmp_path, tool: str) -> Path:
+    """An example file with its last run at 1,000 requests/s and no concurrency cap, a rate no H100 serves
+    Llama-3.1-8B at (its TPOT is that of 16-64 in flight): GuideLLM's at a constant rate, or vllm bench serve's at
+    --request-rate without --max-concurrency."""
+    if tool == "guidellm":
+        report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+        report["benchmarks"][3]["config"]["strategy"] = {"type_": "constant", "rate": 1000.0}
+        path = tmp_path / "guidellm-past-capacity.json"
+        path.write_text(json.dumps(report))
+        return path
+    lines = Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()
+    last = json.loads(lines[-1]) | {"max_concurrency": None, "request_rate": 1000.0}
+    path = tmp_path / "vllm-past-capacity.jsonl"
+    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("tool", ["guidellm", "vllm"])
+def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, tmp_path, capsys):
+    """A rate past the preset's capacity was refused ("past what the serving model's engine serves at the preset"): a
+    datasheet's efficiency is an estimate, and the engine measured the run.  It is fitted as the answers time it, the
+    full engine (steady._open_loop's closed loop of the N_e it holds, charged saturated_charge), so its fitted TPOT is
+    the answers' at the fitted deployment to float rounding (one serving model: no tolerance beyond 1e-9), and said
+    under the table and in --json."""
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files
+    from specsim.serving.steady import served_state
+
+    path = _past_capacity(tmp_path, tool)
+    runs, files, notes = runs_from_files([str(path)], [])
+    result = calibrate_engine(runs, files, notes, hardware="h100", target="llama-3.1-8b", engine="vllm")
+    fit = result.fit
+    (i,) = [n for n, c in enumerate(fit.runs) if c.run.kind == "rate"]
+    run = fit.runs[i].run
+    want = served_state(
+        fit.deployment, 0.8, [0], [1000.0], run.prompt_tokens, run.output_tokens, "rate", result.limits,
+        fixed_lengths=run.fixed_lengths,
+    )  # fmt: skip
+    assert bool(want.saturated[0, 0]) and np.isinf(fit.ttft[i])
+    assert fit.predicted[i] == pytest.approx(float(want.tpot_s[0, 0]), rel=1e-9)
+    said = (
+        f"{path.name}#4: rate 1000/s is past what the fitted engine serves: timed as the full engine "
+        f"(N_e {float(want.in_engine[0, 0]):.0f}, held by its KV cache), its TTFT not fitted (the queue grows over the run)"
+    )
+    assert fit.notes == [said]
+    assert main(["calibrate-engine", "--plain", str(path), "--hardware", "h100"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    table = next(n for n, line in enumerate(out) if line.startswith("run "))
+    assert out.index(f"  note: {said}") > table
+    s = _json(["calibrate-engine", "--plain", str(path), "--hardware", "h100"], capsys)
+    assert s["fit_notes"] == [said] and s["runs"][i]["fitted_ttft_s"] is None
+
+
 def test_vllm_bench_serve_files_with_fewer_prompts_than_users_or_a_paced_rate_under_a_cap_are_read_as_run(tmp_path):
     """vllm bench serve takes --num-prompts, --request-rate and --max-concurrency together.  Fewer prompts than the
     cap are all sent at once and none after (a batch of them), and a rate whose requests never fill the cap is the

@@ -61,16 +61,22 @@ HEAD3 = (
 
 
 # Files each case can refer to as {name}; written fresh into tmp_path for every case.
-def _guidellm_past_capacity() -> str:
-    """The example GuideLLM report with its last benchmark a constant 1,000 requests/s, no max_concurrency: a rate no
-    H100 serves Llama-3.1-8B at (its 64 in flight as measured)."""
+def _past_capacity_e2e() -> str:
+    """The example vllm bench serve file with its last run at 1,000 requests/s without --max-concurrency (a rate no H100
+    serves Llama-3.1-8B at) and its TPOT taken away, judged by its end-to-end latency alone (mean_e2el_ms: its TTFT and
+    the TPOT's tokens)."""
     from pathlib import Path
 
-    report = json.loads(
-        (Path(__file__).resolve().parent.parent / "examples" / "bench" / "guidellm-plain.json").read_text()
+    lines = (
+        (Path(__file__).resolve().parent.parent / "examples" / "bench" / "vllm-plain.jsonl").read_text().splitlines()
     )
-    report["benchmarks"][3]["config"]["strategy"] = {"type_": "constant", "rate": 1000.0}
-    return json.dumps(report)
+    last = json.loads(lines[-1]) | {"max_concurrency": None, "request_rate": 1000.0}
+    last["mean_e2el_ms"] = last["mean_ttft_ms"] + last["mean_tpot_ms"] * (
+        last["total_output_tokens"] / last["completed"] - 1
+    )
+    for key in ("mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms"):
+        last.pop(key, None)
+    return "\n".join([*lines[:-1], json.dumps(last)]) + "\n"
 
 
 FILES = {
@@ -164,7 +170,7 @@ FILES = {
     "bench-c8.jsonl": '{"backend": "sglang", "total_output_tokens_retokenized": 1, "max_concurrency": 8, "completed": 10, '
     '"duration": 5, "total_input_tokens": 100, "total_output_tokens": 1000, "mean_tpot_ms": 5, "accept_length": 2.5}\n',
     "bench-v3.json": '{"metadata": {"version": 3}, "benchmarks": []}',
-    "guidellm-past-capacity.json": _guidellm_past_capacity(),
+    "bench-past-capacity-e2e.jsonl": _past_capacity_e2e(),
     # GuideLLM 0.4's report: args and benchmarks, no metadata (src/guidellm/benchmark/schemas/generative/report.py)
     "bench-guidellm04.json": '{"args": {}, "benchmarks": [{"metrics": {}}]}',
     "bench-nan.jsonl": '{"backend": "vllm", "model_id": "m", "date": "x", "max_concurrency": 4, "completed": 10, "duration": 5, '
@@ -620,10 +626,11 @@ CASES = [
         "calibrate-engine --plain {tmp}/bench-v3.json --hardware h100 --target llama-3.1-8b",
         "GuideLLM report schema version 3; read: 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)",
     ),
-    (  # a rate past what the engine serves at the preset: scipy's "Residuals are not finite in the initial point."
-        "calibrate-engine --plain {tmp}/guidellm-past-capacity.json --hardware h100",
-        "guidellm-past-capacity.json#4: rate 1000/s is past what the serving model's engine serves at the preset "
-        "(vllm@latest's terms, where the fit starts), an estimate, not what your engine did",
+    (  # a rate past what the engine serves, judged by end-to-end latency alone: scipy's "Residuals are not finite in
+        # the initial point." (one with its TPOT is fitted as the full engine: tests/test_calibration.py)
+        "calibrate-engine --plain {tmp}/bench-past-capacity-e2e.jsonl --hardware h100",
+        "bench-past-capacity-e2e.jsonl#4: rate 1000/s is past what the serving model's engine serves at the preset "
+        "(vllm@latest's terms, where the fit starts) and is judged by end-to-end latency (no TPOT recorded)",
     ),
     (  # GuideLLM wrote metadata.version from 0.5.0: an older report was "not a benchmark file specsim reads"
         "calibrate-engine --plain {tmp}/bench-guidellm04.json --hardware h100 --target llama-3.1-8b",

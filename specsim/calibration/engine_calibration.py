@@ -175,7 +175,7 @@ def _measured_at(runs: list) -> str:
 
 
 def _num(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else float(x)
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,6 +281,8 @@ class EngineCalibration:
             "plain_floor": None if self.floor is None else self.floor.to_dict(fit),
             "warnings": list(fit.warnings),
             "notes": list(self.notes),
+            # runs at a rate past what the fitted engine serves, timed as the full engine (RunModel.full_said)
+            "fit_notes": list(fit.notes),
             "residual_dof": fit.dof,
             "calibration": str(out) if out else None,
             "use": f"specsim optimal-gamma --calibration {out or 'calibration.yaml'}",

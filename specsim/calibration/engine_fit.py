@@ -629,7 +629,7 @@ class EngineFit:
     prefill_share: np.ndarray
     ttft: np.ndarray  # TTFT seconds, everything fitted on all runs
     warnings: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # what the fit says of its runs (those timed as the full engine)
     dof: int = 0
     #: which -> reasons some runs could not be held out ("held_out", "held_out_steps", "held_out_sweep")
     not_held_out: dict = field(default_factory=dict)
@@ -779,7 +779,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
         times["prefill_share"],
         times["ttft_s"],
         [],
-        [],
+        model.full_said(),
         dof,
         {k: v[1] for k, v in held.items() if v[1]},
         result.values,

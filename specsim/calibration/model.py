@@ -28,7 +28,7 @@ import numpy as np
 from specsim.calibration.runs import with_sweep_acceptance
 from specsim.engines import SpecHost
 from specsim.serving.drain import batch_drains
-from specsim.serving.preemption import closed_loop_charge, drained_charge
+from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge, saturated_kv_bound
 from specsim.serving.steady import (
     EngineLimits,
     admitted_at_once,
@@ -38,9 +38,12 @@ from specsim.serving.steady import (
     decode_rounds_spread,
     drained_batch_times,
     engine_population,
+    iteration_s,
     offline_times,
+    open_batches_s,
     open_loop_times,
     own_step_s,
+    past_capacity,
 )
 from specsim.speculation.acceptance import alpha_from_acceptance_length, tokens_per_round
 
@@ -135,6 +138,8 @@ class RunModel:
         self.fit_scale = _scales(dep.source)
         self.batch = np.ones(len(runs))
         self.batch_own = np.zeros(len(runs))
+        # Runs at a rate past what the engine serves at the values last settled: timed as the full engine (settle)
+        self.full = np.zeros(len(runs), dtype=bool)
         self._version = 0
         self._cache: dict = {}
         self._populations: dict = {}
@@ -230,9 +235,11 @@ class RunModel:
         """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
         ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
         and their own prompts' iterations lambda D t_dec, the others an arrival finds (three passes of the fixed
-        point)."""
+        point); where that fixed point is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`),
+        the full engine's, the closed loop of the N_e it holds (:attr:`full`), as the answers at a rate take it."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
+        full = np.zeros(len(self.runs), dtype=bool)
         closed = (self.load_kind == "concurrency") | self.drains
         if closed.any():
             pop = self.population(values.alphas, everything[closed])
@@ -240,17 +247,26 @@ class RunModel:
         offline = (self.load_kind == "batch") & ~self.drains  # its own: half the wave, where its slowest finish
         batch[offline], own[offline] = self.in_engine[offline], np.maximum(self.in_engine[offline] / 2.0, 1.0)
         rate = self.load_kind == "rate"
-        for _ in range(3 if rate.any() else 0):
-            self._set_batches(batch, own)
+        for _ in range(4 if rate.any() else 0):
+            self._set_batches(batch, own, full)
             t = self.times(values, everything[rate])
             others = self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"]
-            batch[rate] = np.minimum(1.0 + others, self.in_engine[rate])
+            # past capacity the open loop's batch is at the engine's bound (its fixed point lies beyond it)
+            batch[rate] = np.where(t["past"], self.in_engine[rate], np.minimum(1.0 + others, self.in_engine[rate]))
             own[rate] = np.minimum(others, self.in_engine[rate])  # the others an arrival finds (steady._open_loop)
-        self._set_batches(batch, own)
+        if rate.any():  # the fourth pass judged the third's batches, kept; the full engine's population where past
+            full[rate] = t["past"]
+            batch, own = self.batch.copy(), self.batch_own.copy()
+            if full.any():
+                pop = self.population(values.alphas, everything[full])
+                batch[full], own[full] = pop.batch, pop.batch_own
+        self._set_batches(batch, own, full)
 
-    def _set_batches(self, batch: np.ndarray, own: np.ndarray) -> None:
-        if not (np.array_equal(batch, self.batch) and np.array_equal(own, self.batch_own)):
-            self.batch, self.batch_own = batch.copy(), own.copy()
+    def _set_batches(self, batch: np.ndarray, own: np.ndarray, full: np.ndarray | None = None) -> None:
+        full = self.full if full is None else full
+        same = np.array_equal(batch, self.batch) and np.array_equal(own, self.batch_own)
+        if not (same and np.array_equal(full, self.full)):
+            self.batch, self.batch_own, self.full = batch.copy(), own.copy(), full.copy()
             self._version += 1
             self._cache.clear()
             self._times.clear()
@@ -371,6 +387,7 @@ class RunModel:
             k: np.full(index.size, np.nan)
             for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s", "prefill_share")
         }
+        out["past"] = np.zeros(index.size, dtype=bool)
         if not index.size:
             return out
         step, own_at = self.steps_s(values, index)
@@ -383,68 +400,12 @@ class RunModel:
             if not sel.any():
                 continue
             i = index[sel]
+            parts = (step[sel], own_at[sel], t_pf[sel], base, batch_base[sel])
             if k in ("concurrency", "drain"):
-                pop = self.population(values.alphas, i)
-                own = own_step_s(pop.batch_own, own_at[sel], step[sel], base)
-                # (the deployment as _passes' prompts take it, prefill efficiency apart; built only where a run is
-                # preempted, so that a fit's kept deployments are not pushed out by one it does not use)
-                charge = closed_loop_charge if k == "concurrency" else drained_charge
-                preempted = charge(
-                    self.limits,
-                    self.load[i],
-                    self.in_engine[i],
-                    self.limited_by[i],
-                    self.prompt[i],
-                    self.output[i],
-                    lambda L: (
-                        self.deployment(Values(scale=values.scale)).prefill_s(L, draft=self.steps[i] > 0)
-                        / values.prefill_scale
-                    ),
-                )
-                t = closed_loop_times(
-                    pop,
-                    step[sel],
-                    own,
-                    t_pf[sel],
-                    self.load[i] if k == "concurrency" else self.in_engine[i],
-                    self.output[i],
-                    self.prompt[i],
-                    self.limits,
-                    self.completed[i] if k == "concurrency" else None,
-                    batch_base[sel],
-                    preempted,
-                )
-                if k == "drain":  # an offline batch that drains through that loop
-                    t = drained_batch_times(
-                        t,
-                        self.load[i],
-                        self.in_engine[i],
-                        self.admitted[i],
-                        self.prompt[i],
-                        self.output[i],
-                        t_pf[sel],
-                        step[sel],
-                        batch_base[sel],
-                        self.limits,
-                    )
+                t = self._closed_times(values, i, k, *parts)
             elif k == "rate":
-                left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
-                k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
-                apart = (
-                    (batch_base[sel], self.prompt[i], self.limits.max_batched_tokens)
-                    if self.limits.prefill_apart
-                    else None
-                )
-                t = open_loop_times(
-                    self.load[i],
-                    self.rounds(values.alphas, i),
-                    step[sel],
-                    own_step_s(self.batch_own[i], own_at[sel], step[sel], base),
-                    t_pf[sel],
-                    k_p,
-                    self.output[i],
-                    apart,
-                )
+                t = self._rate_times(values, i, *parts)
+                out["past"][sel] = t.pop("past")
             else:
                 alpha, al = self.acceptance(values.alphas, i)
                 t = offline_times(
@@ -461,13 +422,91 @@ class RunModel:
                     tail_step_s=own_at[sel],
                 )
             for key in out:
-                out[key][sel] = t[key]
+                if key != "past":
+                    out[key][sel] = t[key]
         return out
+
+    def _closed_times(self, values: Values, i: np.ndarray, k: str, step, own_at, t_pf, base, batch_base) -> dict:
+        """The times of runs ``i`` as a closed loop (:func:`~specsim.serving.steady.closed_loop_times`): of its users
+        (``k`` "concurrency"), of the N_e an offline batch drains through ("drain"), or of the N_e Poisson arrivals past
+        its capacity fill, users that never run out ("full"; steady._open_loop's full engine), each charged the
+        preemption :mod:`specsim.serving.preemption` gives that loop."""
+        pop = self.population(values.alphas, i)
+        own = own_step_s(pop.batch_own, own_at, step, base)
+
+        def resume_s(L):
+            # (the deployment as _passes' prompts take it, prefill efficiency apart; built only where a run is
+            # preempted, so that a fit's kept deployments are not pushed out by one it does not use)
+            spec = self.steps[i] > 0
+            return self.deployment(Values(scale=values.scale)).prefill_s(L, draft=spec) / values.prefill_scale
+
+        args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
+        if k == "full":
+            kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
+            preempted = saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s)
+        else:
+            preempted = (closed_loop_charge if k == "concurrency" else drained_charge)(*args, resume_s)
+        t = closed_loop_times(
+            pop,
+            step,
+            own,
+            t_pf,
+            self.load[i] if k == "concurrency" else self.in_engine[i],
+            self.output[i],
+            self.prompt[i],
+            self.limits,
+            self.completed[i] if k == "concurrency" else None,
+            batch_base,
+            preempted,
+        )
+        if k == "drain":  # an offline batch that drains through that loop
+            t = drained_batch_times(
+                t,
+                self.load[i],
+                self.in_engine[i],
+                self.admitted[i],
+                self.prompt[i],
+                self.output[i],
+                t_pf,
+                step,
+                batch_base,
+                self.limits,
+            )
+        return t
+
+    def _rate_times(self, values: Values, i: np.ndarray, step, own_at, t_pf, base, batch_base) -> dict:
+        """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`),
+        and where it is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`, the wait for
+        admission left out as the fit leaves it out) or was at the last settle (:attr:`full`), the full engine's
+        (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where."""
+        lam, D = self.load[i], self.rounds(values.alphas, i)
+        left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
+        k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
+        apart = (batch_base, self.prompt[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
+        own = own_step_s(self.batch_own[i], own_at, step, base)
+        t = open_loop_times(lam, D, step, own, t_pf, k_p, self.output[i], apart)
+        t_dec = t["itl_s"]
+        with np.errstate(invalid="ignore"):
+            b = 1.0 + lam * D * t_dec
+            budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
+            extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
+            past = self.full[i] | past_capacity(
+                lam * t_pf, b, self.in_engine[i], lam * self.prompt[i] * t_dec, budget, iteration_s(step, extra), t_dec
+            )
+        if past.any():
+            j = np.flatnonzero(past)
+            parts = (step[j], own_at[j], t_pf[j], base, batch_base[j])
+            full = self._closed_times(values, i[j], "full", *parts)
+            for key in t:
+                t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
+        t["past"] = past
+        return t
 
     def settle_start(self, values: Values, preset_key: str) -> None:
         """:meth:`settle` at ``values`` (the preset, where a fit starts), refusing runs the serving model cannot time
-        there: a rate past what the engine serves has no steady state (its queue grows), and the solver stopped on it
-        with scipy's "Residuals are not finite in the initial point"."""
+        there: a rate past what the engine serves is timed as the full engine (its TPOT and throughput), but its queue
+        grows over the run, so a run judged by end-to-end latency alone (no TPOT recorded) has no steady state to fit
+        (the solver stopped on it with scipy's "Residuals are not finite in the initial point")."""
         self.settle(values)
         times = self.predict(values, np.arange(len(self.runs)))
         past = [c for c, t in zip(self.runs, times) if not np.isfinite(t)]
@@ -479,9 +518,9 @@ class RunModel:
             ttfts = [f"{c.run.ttft_s * 1e3:.3g} ms" for c in past[:3] if c.run.ttft_s is not None]
             raise ValueError(
                 f"{named} is past what the serving model's engine serves at the preset ({preset_key}'s terms, where "
-                "the fit starts), an estimate, not what your engine did: the answers time such a rate as the full "
-                "engine, but calibrate-engine does not fit a run that way yet; leave it out, or run the rate with a "
-                "concurrency cap (vllm bench serve --max-concurrency, GuideLLM --max-concurrency), a closed loop"
+                "the fit starts) and is judged by end-to-end latency (no TPOT recorded): past capacity the queue grows "
+                "over the run, so its end-to-end latency is no steady state to fit; leave it out, give its TPOT, or run "
+                "the rate with a concurrency cap (vllm bench serve --max-concurrency, GuideLLM --max-concurrency)"
                 + (
                     f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate "
                     "and the preset's prompts or steps are slower than its, as where it served prompts in part from "
@@ -492,6 +531,20 @@ class RunModel:
                     else ""
                 )
             )
+
+    def full_said(self) -> list[str]:
+        """A line for each run at a rate the settled values time as the full engine (:attr:`full`): its N_e and what
+        holds it (the KV cache or max_num_seqs), its TTFT not fitted."""
+        out = []
+        for n, c in enumerate(self.runs):
+            if self.full[n]:
+                kv = saturated_kv_bound(self.limited_by[n], self.in_engine[n], self.limits, self.steps[n])
+                out.append(
+                    f"{c.run.where}: {c.run.load} is past what the fitted engine serves: timed as the full engine "
+                    f"(N_e {self.in_engine[n]:.0f}, held by {'its KV cache' if kv else 'max_num_seqs'}), its TTFT "
+                    "not fitted (the queue grows over the run)"
+                )
+        return out
 
     def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
         """Each run's observable (its TPOT, end-to-end latency or output throughput, as recorded) at ``values``."""

@@ -252,6 +252,8 @@ def _print_fit(fit, dep, summary, notes, out, floor=None) -> None:
         "recorded, up to its draft steps; fit: fitted); prefill: the share of the engine's time the prompts take at "
         "that load (the serving model's); held out: the run's load left out of the fit, its acceptance included"
     )
+    for note in fit.notes:
+        print(f"  note: {note}")
     print(
         "fitted values, 95% intervals linearised at the fit (the speculative terms' with the plain runs' held at their fit):"
     )

@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["closed_loop_charge", "closed_loop_preemption", "drained_charge", "saturated_charge"]
+__all__ = ["closed_loop_charge", "closed_loop_preemption", "drained_charge", "saturated_charge", "saturated_kv_bound"]
 
 
 def closed_loop_preemption(
@@ -157,6 +157,18 @@ def saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, r
     """
     limited = np.where(np.asarray(kv_bound, dtype=bool), "kv cache", "")
     return closed_loop_charge(limits, np.inf, in_engine, limited, input_tokens, output_tokens, resume_s)
+
+
+def saturated_kv_bound(limited_by, in_engine, limits, gamma) -> np.ndarray:
+    """Where the full engine that Poisson arrivals past its capacity fill is held by its KV cache (``in_engine`` under
+    the max_num_seqs of ``limits`` at ``gamma``, nothing else ``limited_by`` it): :func:`saturated_charge`'s
+    ``kv_bound``, for the answers at a rate and calibrate-engine's runs at one alike.
+
+    >>> from specsim.serving.limits import EngineLimits
+    >>> saturated_kv_bound(np.array(["", "", "no room"]), np.array([90.0, 256.0, 1.0]), EngineLimits(), 0).tolist()
+    [True, False, False]
+    """
+    return (np.asarray(limited_by) == "") & (np.asarray(in_engine) < limits.seqs(np.asarray(gamma) > 0))
 
 
 def drained_charge(limits, requests, in_engine, limited_by, input_tokens, output_tokens, resume_s) -> tuple | None:

@@ -75,7 +75,7 @@ from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SE
 from specsim.serving.arrivals import admission_grid, admission_wait_s, landed_iteration_s, on_grid
 from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
-from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge
+from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge, saturated_kv_bound
 from specsim.speculation.acceptance import as_acceptance
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "iteration_s",
     "kv_sequences",
     "landed_iteration_s",
+    "past_capacity",
     "preemption_expected",
     "served_state",
     "steady_state",
@@ -1005,7 +1006,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
     # The full engine a load past capacity is served at; where its KV cache holds it, preempting as a closed loop of
     # users that never run out would (specsim.serving.preemption.saturated_charge).
-    kv_full = (limited == "") & (cap < limits.seqs(g > 0))
+    kv_full = saturated_kv_bound(limited, cap, limits, g)
 
     def extra(t_dec):
         """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
@@ -1044,13 +1045,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     wait = admission_wait_s(
         lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
     )
-    saturated = (
-        ~np.isfinite(wait)
-        | (share >= 1.0)
-        | (b > cap + 1e-9)
-        | (lam * P * t_dec > left)
-        | (iteration_s(step, extra(t_dec)) > t_dec * (1 + 1e-6))
-    )
+    saturated = past_capacity(share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, wait)
     if full is None and np.any(saturated):
         full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
     k_p = _prefill_iterations(P, left, 1.0)
@@ -1085,6 +1080,29 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         admission_s=np.where(saturated, 0.0, np.nan_to_num(wait, posinf=0.0)),
         **pick,
     )
+
+
+def past_capacity(share, batch, in_engine, prompt_tokens, budget_left, iteration, t_dec, admission_s=0.0) -> np.ndarray:
+    """Where Poisson arrivals are past what the engine serves (:func:`steady_state` marks them ``saturated`` and serves
+    them as the full engine): at the decode iteration ``t_dec`` of the open loop's fixed point, the prompts alone need
+    the whole engine (their ``share`` of it, lambda t_pf, reaches 1), the decoding ``batch`` it implies (1 + lambda D
+    t_dec) is past the ``in_engine`` it holds, the ``prompt_tokens`` arriving per iteration (lambda P t_dec) are more
+    than the ``budget_left`` beside the decoding, the ``iteration`` at t_dec is longer than t_dec (no fixed point: prefill
+    batches run apart that grow faster than it), or the wait for admission ``admission_s`` is unbounded (the rate is the
+    full engine's, :func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
+    rate and calibrate-engine's runs at one both take it (the latter without the wait, which its fit leaves out).
+
+    >>> past_capacity([0.5, 1.0, 0.5], [10.0, 10.0, 300.0], 256.0, 100.0, 8192.0, 0.02, 0.02).tolist()
+    [False, True, True]
+    """
+    with np.errstate(invalid="ignore"):
+        return (
+            ~np.isfinite(admission_s)
+            | (np.asarray(share) >= 1.0)
+            | (np.asarray(batch) > np.asarray(in_engine) + 1e-9)
+            | (np.asarray(prompt_tokens) > budget_left)
+            | (np.asarray(iteration) > np.asarray(t_dec) * (1 + 1e-6))
+        )
 
 
 def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
