@@ -2332,54 +2332,66 @@ def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(t
 
 def _past_capacity(tmp_path, tool: str) -> Path:
     """An example file with its last run at 1,000 requests/s and no concurrency cap, a rate no H100 serves
-    Llama-3.1-8B at (its TPOT is that of 16-64 in flight): GuideLLM's at a constant rate, or vllm bench serve's at
-    --request-rate without --max-concurrency."""
+    Llama-3.1-8B at (its TPOT is that of 16-64 in flight): GuideLLM's at a constant rate, or vllm bench serve's (plain,
+    or speculating with EAGLE-3) at --request-rate without --max-concurrency."""
     if tool == "guidellm":
         report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
         report["benchmarks"][3]["config"]["strategy"] = {"type_": "constant", "rate": 1000.0}
         path = tmp_path / "guidellm-past-capacity.json"
         path.write_text(json.dumps(report))
         return path
-    lines = Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()
+    lines = Path(f"{BENCH}/{tool}.jsonl").read_text().splitlines()
     last = json.loads(lines[-1]) | {"max_concurrency": None, "request_rate": 1000.0}
-    path = tmp_path / "vllm-past-capacity.jsonl"
+    path = tmp_path / f"{tool}-past-capacity.jsonl"
     path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
     return path
 
 
-@pytest.mark.parametrize("tool", ["guidellm", "vllm"])
+@pytest.mark.parametrize("tool", ["guidellm", "vllm-plain", "vllm-eagle3"])
 def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, tmp_path, capsys):
     """A rate past the preset's capacity was refused ("past what the serving model's engine serves at the preset"): a
     datasheet's efficiency is an estimate, and the engine measured the run.  It is fitted as the answers time it, the
     full engine (steady._open_loop's closed loop of the N_e it holds, charged saturated_charge), so its fitted TPOT is
-    the answers' at the fitted deployment to float rounding (one serving model: no tolerance beyond 1e-9), and said
-    under the table and in --json."""
-    from specsim.calibration.engine_calibration import calibrate_engine
+    the answers' at the fitted values to float rounding (one serving model: no tolerance beyond 1e-9), and said under
+    the table and in --json."""
+    from specsim.calibration.engine_calibration import calibrate_engine, runs_kv_bytes
     from specsim.calibration.inputs import runs_from_files
     from specsim.serving.steady import served_state
+    from specsim.speculation.acceptance import alpha_from_acceptance_length
 
     path = _past_capacity(tmp_path, tool)
-    runs, files, notes = runs_from_files([str(path)], [])
-    result = calibrate_engine(runs, files, notes, hardware="h100", target="llama-3.1-8b", engine="vllm")
+    spec = tool == "vllm-eagle3"
+    files = ([f"{BENCH}/vllm-plain.jsonl"], [([str(path)], 3)]) if spec else ([str(path)], [])
+    runs, read, notes = runs_from_files(*files)
+    engine, drafter = ("vllm@0.10", "eagle3") if spec else ("vllm", None)
+    result = calibrate_engine(runs, read, notes, hardware="h100", target="llama-3.1-8b", engine=engine, drafter=drafter)
     fit = result.fit
     (i,) = [n for n, c in enumerate(fit.runs) if c.run.kind == "rate"]
-    run = fit.runs[i].run
+    c = fit.runs[i]
+    gamma = c.setup.steps if spec else 0
+    alpha = float(alpha_from_acceptance_length(c.known_accept_length, gamma)) if spec else 0.0
+    # the fitted values' deployment as the fit times it (EngineFit.deployment keeps the unscaled step-time source)
+    kv = runs_kv_bytes(result.deployment, fit.runs, result.limits)
+    fitted = RunModel(result.deployment, fit.runs, result.limits, kv).deployment(fit.values)
     want = served_state(
-        fit.deployment, 0.8, [0], [1000.0], run.prompt_tokens, run.output_tokens, "rate", result.limits,
-        fixed_lengths=run.fixed_lengths,
+        fitted, alpha, [gamma], [1000.0], c.run.prompt_tokens, c.run.output_tokens, "rate", result.limits,
+        fixed_lengths=c.run.fixed_lengths,
     )  # fmt: skip
     assert bool(want.saturated[0, 0]) and np.isinf(fit.ttft[i])
     assert fit.predicted[i] == pytest.approx(float(want.tpot_s[0, 0]), rel=1e-9)
+    n_e = float(want.in_engine[0, 0])
+    assert n_e < float(result.limits.seqs(spec))  # the KV cache holds it, not max_num_seqs
     said = (
         f"{path.name}#4: rate 1000/s is past what the fitted engine serves: timed as the full engine "
-        f"(N_e {float(want.in_engine[0, 0]):.0f}, held by its KV cache), its TTFT not fitted (the queue grows over the run)"
+        f"(N_e {n_e:.0f}, held by its KV cache), its TTFT not fitted (the queue grows over the run)"
     )
     assert fit.notes == [said]
-    assert main(["calibrate-engine", "--plain", str(path), "--hardware", "h100"]) == 0
+    argv = SPEC.format(spec=path).split() if spec else ["--plain", str(path), "--hardware", "h100"]
+    assert main(["calibrate-engine", *argv]) == 0
     out = capsys.readouterr().out.splitlines()
     table = next(n for n, line in enumerate(out) if line.startswith("run "))
     assert out.index(f"  note: {said}") > table
-    s = _json(["calibrate-engine", "--plain", str(path), "--hardware", "h100"], capsys)
+    s = _json(["calibrate-engine", *argv], capsys)
     assert s["fit_notes"] == [said] and s["runs"][i]["fitted_ttft_s"] is None
 
 
