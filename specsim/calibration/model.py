@@ -15,7 +15,10 @@ iteration and per sequence of it, its prefill efficiency, the host terms of a sp
 an overlapping engine hides, and one acceptance rate per sweep whose acceptance is not recorded.  The GPU passes at a
 run's batch are computed once per efficiency scale and reused; the batches themselves depend on the acceptance and (for
 Poisson arrivals) on the times only weakly, so they are held between fits and settled again after each
-(:meth:`RunModel.settle`).
+(:meth:`RunModel.settle`).  A run at a rate past what the engine serves there
+(:func:`~specsim.serving.steady.past_capacity`) is timed as the answers time it, as the full engine: the closed loop of
+the N_e it holds, whose queue never runs dry (charged :func:`~specsim.serving.preemption.saturated_charge`), its TTFT
+and end-to-end latency inf (not fitted).
 """
 
 from __future__ import annotations
