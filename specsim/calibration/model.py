@@ -515,24 +515,15 @@ class RunModel:
         past = [c for c, t in zip(self.runs, times) if not np.isfinite(t)]
         if past:
             # Named with its arm: plain and speculative files written one per rate share their names (rate-1.0.json).
-            named = "; ".join(
-                f"{'plain' if c.setup is None else 'speculative'} {c.run.where}: {c.run.load}" for c in past[:3]
-            ) + ("; ..." if len(past) > 3 else "")
-            ttfts = [f"{c.run.ttft_s * 1e3:.3g} ms" for c in past[:3] if c.run.ttft_s is not None]
+            named = "; ".join(f"{_arm(c)} {c.run.where}: {c.run.load}" for c in past[:3]) + (
+                "; ..." if len(past) > 3 else ""
+            )
             raise ValueError(
                 f"{named} is past what the serving model's engine serves at the preset ({preset_key}'s terms, where "
                 "the fit starts) and is judged by end-to-end latency (no TPOT recorded): past capacity the queue grows "
                 "over the run, so its end-to-end latency is no steady state to fit; leave it out, give its TPOT, or run "
                 "the rate with a concurrency cap (vllm bench serve --max-concurrency, GuideLLM --max-concurrency)"
-                + (
-                    f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate "
-                    "and the preset's prompts or steps are slower than its, as where it served prompts in part from "
-                    "its prefix cache (vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn "
-                    "benchmark resends each conversation's history), which specsim does not model; check --hardware, "
-                    "--engine, --tp and the dtypes too"
-                    if ttfts
-                    else ""
-                )
+                + _kept_up_said(past[:3])
             )
 
     def full_said(self) -> list[str]:
@@ -543,9 +534,9 @@ class RunModel:
             if self.full[n]:
                 kv = saturated_kv_bound(self.limited_by[n], self.in_engine[n], self.limits, self.steps[n])
                 out.append(
-                    f"{c.run.where}: {c.run.load} is past what the fitted engine serves: timed as the full engine "
-                    f"(N_e {self.in_engine[n]:.0f}, held by {'its KV cache' if kv else 'max_num_seqs'}), its TTFT "
-                    "not fitted (the queue grows over the run)"
+                    f"{_arm(c)} {c.run.where}: {c.run.load} is past what the fitted engine serves: timed as the full "
+                    f"engine (N_e {self.in_engine[n]:.0f}, held by {'its KV cache' if kv else 'max_num_seqs'}), its "
+                    "TTFT not fitted (the queue grows over the run)" + _kept_up_said([c])
                 )
         return out
 
@@ -578,6 +569,26 @@ class RunModel:
             has = np.isfinite(self.ttft[index]) & self.alone[index]
             res = np.concatenate([res, ttft_weight * (t["ttft_s"][has] / self.ttft[index][has] - 1.0)])
         return res
+
+
+def _arm(c) -> str:
+    """A run's arm, as its notes name it: plain and speculative files written one per rate share their names."""
+    return "plain" if c.setup is None else "speculative"
+
+
+def _kept_up_said(runs: list) -> str:
+    """What the recorded mean TTFT of ``runs`` (judged past what the engine serves) tells: a queue that grew over the
+    run makes it long; a short one is an engine that kept up, so the preset or the fit is off for it, not the run; ""
+    where none recorded it."""
+    ttfts = [f"{c.run.ttft_s * 1e3:.3g} ms" for c in runs if c.run.ttft_s is not None]
+    if not ttfts:
+        return ""
+    return (
+        f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate and the "
+        "model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache "
+        "(vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
+        "conversation's history), which specsim does not model; check --hardware, --engine, --tp and the dtypes too"
+    )
 
 
 def _kept(store: dict, key, make, size: int):
