@@ -92,6 +92,19 @@ def test_an_acceptance_given_beside_a_calibration_falls_back_to_the_corpus_error
     )
 
 
+def test_a_drafter_of_another_kind_and_an_alpha_given_both_say_why_the_error_is_the_corpus(plan_calibration, capsys):
+    """The plan's runs are a draft model's: --draft eagle3 takes their plain steps only, and the error was set aside
+    for the rounds alone, so --alpha 0.8 beside it went unsaid (the basis named the drafter's reason only, where the
+    same --alpha with the runs' own drafter names the acceptance's).  Both reasons now, in the order they apply."""
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--draft", "eagle3", "--batch", "1"]
+    (row,) = _rows([*argv, "--alpha", "0.8"], capsys)
+    assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
+    assert row["model_error"]["basis"] == (
+        "calibration.yaml's held-out error is of a draft model's rounds, not an EAGLE-3 head's; calibration.yaml's "
+        "held-out error is of its runs' own acceptance, not the one --alpha 0.8 gives: " + CORPUS_SPEEDUP_ERROR_SOURCE
+    )
+
+
 def test_a_large_gain_is_still_called_and_the_corpus_error_named(capsys):
     """Uncalibrated, batch 1: +88%, far outside the corpus's error: speculate, the error's basis the corpus's."""
     (row,) = _rows(["optimal-gamma", "--batch", "1"], capsys)

@@ -739,6 +739,8 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             prefill_scale=cal.prefill_scale,
             held_out_error=cal.speedup_error(),
             served_limits=cal.served_limits,
+            # its runs' own still: an answer at another acceptance (--alpha) adds that reason to this one (judged_at)
+            judged_acceptance=cal.acceptance,
         ).unjudged(f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s")
     host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
