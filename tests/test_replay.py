@@ -60,3 +60,27 @@ def test_replay_plays_a_calibrations_per_position_shares_and_says_so(calibrated,
     accepted = {int(labels["position"]): v for name, labels, v in last if name == names.accepted_per_position}
     assert drafts > 0 and sorted(accepted) == [0, 1, 2]
     assert [accepted[k] / drafts for k in range(3)] == pytest.approx(SHARES, abs=0.02)
+
+
+def test_replay_with_another_drafter_than_the_calibrations_plays_the_example_day_and_says_why(
+    calibrated, tmp_path, capsys
+):
+    """replay --calibration of EAGLE-3 runs with --draft ngram played the EAGLE-3 head's measured shares as n-gram
+    drafting's, where every answer from the file checks that --draft names its runs' drafter (acceptance_for) and
+    takes that drafter's own otherwise.  It now plays the example day's alpha and gamma, as without a calibration, and
+    says why not the file's; with the runs' own drafter named the file's shares are played as before."""
+    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
+
+    out = tmp_path / "day.om"
+    base = ["replay", "--calibration", str(calibrated), "--rates", "0:2,2m", "--out", str(out), "--json"]
+    capsys.readouterr()
+    assert main([*base, "--draft", "ngram"]) == 0
+    said = capsys.readouterr()
+    record = json.loads(said.out)
+    assert record["alpha"] == EXAMPLE_ALPHA and record["gamma"] == EXAMPLE_GAMMA
+    assert record["acceptance_rates"].get("per_position") is None
+    first = said.err.splitlines()[0]
+    assert "(alpha and gamma: the example day's (cal.yaml's acceptance is of eagle3, not --draft ngram)" in first
+    assert main([*base, "--draft", "eagle3"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["alpha"] is None and record["acceptance_rates"]["per_position"] == pytest.approx(SHARES, abs=1e-4)

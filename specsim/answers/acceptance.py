@@ -83,9 +83,10 @@ def resolve_acceptance(
         return alpha, acceptance_label(alpha)
     else:
         cal = calibration
-        if cal is not None and cal.acceptance is not None and cal.drafts_with(draft):
+        measured, why = (None, "") if cal is None else cal.acceptance_for(draft)
+        if measured is not None:
             # its label, the file's record of it in full with -v (the same where the file's acceptance is one alpha)
-            return cal.acceptance, cal.acceptance.source if full_source else cal.acceptance_label
+            return measured, measured.source if full_source else cal.acceptance_label
         kind = (
             type(dep.drafter)
             if dep is not None
@@ -97,14 +98,8 @@ def resolve_acceptance(
         full = kind.published()[1]
         if full_source and full not in label:  # the default's source in full: target, workload, draft length, number
             label += f"; the default in full: {full}"
-        if cal is not None:
-            label += (
-                f"; {cal.name} has no speculative runs: no acceptance or round terms were measured"
-                if cal.drafter is None
-                else f"; {cal.name} measured no acceptance on real prompts (its runs were pinned)"
-                if cal.acceptance is None
-                else f"; {cal.name}'s acceptance is of {cal.drafter}, not --draft {draft}"
-            )
+        if why:
+            label += f"; {why}"
         return acc, label
     return acc, acceptance_label(acc)
 

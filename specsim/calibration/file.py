@@ -221,6 +221,29 @@ class Calibration:
         except (KeyError, ValueError, OSError):  # a name or path that is no model: not this drafter
             return False
 
+    def acceptance_for(self, draft: str | None) -> tuple:
+        """(the acceptance its runs measured, "") where ``--draft`` (None: not given) names its drafter
+        (:meth:`drafts_with`), else (None, why not, in words): the one check, and its words, of every command that
+        takes a calibration's acceptance (the answers' :func:`specsim.answers.acceptance.resolve_acceptance`, replay).
+
+        >>> cal = Calibration.__new__(Calibration)
+        >>> for key, value in (("path", "cal.yaml"), ("drafter", "eagle3"), ("acceptance", 0.7)):
+        ...     object.__setattr__(cal, key, value)
+        >>> cal.acceptance_for(None), cal.acceptance_for("eagle3")
+        ((0.7, ''), (0.7, ''))
+        >>> cal.acceptance_for("ngram")
+        (None, "cal.yaml's acceptance is of eagle3, not --draft ngram")
+        """
+        if self.acceptance is not None and self.drafts_with(draft):
+            return self.acceptance, ""
+        return None, (
+            f"{self.name} has no speculative runs: no acceptance or round terms were measured"
+            if self.drafter is None
+            else f"{self.name} measured no acceptance on real prompts (its runs were pinned)"
+            if self.acceptance is None
+            else f"{self.name}'s acceptance is of {self.drafter}, not --draft {draft}"
+        )
+
     @property
     def served_limits(self) -> tuple | None:
         """(max_num_seqs, max_batched_tokens, the speculating server's max_num_seqs where it differs, where they come

@@ -51,13 +51,16 @@ def _acceptance(args: argparse.Namespace) -> tuple:
     """Sets --gamma not given, and --alpha not given where the day plays one alpha: a calibration's measured acceptance
     as every answer from the file takes it (:func:`specsim.calibration.file.read_calibration`: the per-position shares
     its runs recorded, continued past their last position, where it has them, else its per-token rate), at the steps
-    it was measured at, else the example day's.  (the acceptance played: an alpha or those shares, what it is in words,
-    the flags taken, whose they are.)"""
+    it was measured at, where --draft names the drafter they were measured with (the check every command makes,
+    :meth:`~specsim.calibration.file.Calibration.acceptance_for`), else the example day's, saying why not the
+    calibration's.  (the acceptance played: an alpha or those shares, what it is in words, the flags taken, whose they
+    are.)"""
     from specsim.answers.load import past_measured
     from specsim.cli.args import calibration
     from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
 
-    measured = cal.acceptance if (cal := calibration(args)) is not None else None
+    cal = calibration(args)
+    measured, why = (None, "") if cal is None else cal.acceptance_for(args.draft)
     shares = measured if measured is not None and measured.alpha is None and args.alpha is None else None
     given = (("alpha" if shares is None else "acceptance", args.alpha), ("gamma", args.gamma))
     taken = [name for name, value in given if value is None]
@@ -66,7 +69,7 @@ def _acceptance(args: argparse.Namespace) -> tuple:
         args.gamma = (cal.acceptance_steps or EXAMPLE_GAMMA) if args.gamma is None else args.gamma
     args.alpha = EXAMPLE_ALPHA if args.alpha is None and shares is None else args.alpha
     args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
-    whose = f"{cal.name}'s measured acceptance" if measured is not None else "the example day's"
+    whose = f"{cal.name}'s measured acceptance" if measured is not None else "the example day's" + (why and f" ({why})")
     if shares is not None:  # past their positions the chain goes on at the last one's rate: said, as answers say it
         return shares, shares.brief() + past_measured(args.gamma, shares.measured_steps), taken, whose
     return args.alpha, f"alpha {args.alpha:g}", taken, whose
@@ -222,13 +225,14 @@ def _parser_replay(sub) -> None:
         type=alpha_type,
         help="the drafter's per-token acceptance (default: a --calibration's measured acceptance as the answers take "
         "it: the per-position shares its runs recorded, continued past their last position, where it has them, else "
-        f"its alpha; without one {EXAMPLE_ALPHA}, the example day's; the first line says which is played)",
+        f"its alpha; without one, or with a --draft other than its runs' drafter, {EXAMPLE_ALPHA}, the example "
+        "day's; the first line says which is played)",
     )
     p.add_argument(
         "--gamma",
         type=int_at_least(1, "gamma", MAX_GAMMA),
-        help=f"draft tokens a round (default: the steps a --calibration's acceptance was measured at, else "
-        f"{EXAMPLE_GAMMA}, the example day's)",
+        help=f"draft tokens a round (default: the steps a --calibration's acceptance was measured at, where that "
+        f"acceptance is played, else {EXAMPLE_GAMMA}, the example day's)",
     )
     p.add_argument(
         "--rates", type=_profile, help=f"TIME:RATE,...,END: requests/s from each time on (default {DEFAULT_RATES})"
