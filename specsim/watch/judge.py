@@ -13,8 +13,11 @@ serving model for every window at once), the first crossing of 1 interpolated.  
 speculation never pays (the drafter's passes cost more than any acceptance saves) or where it always does.
 
 The verdict (:func:`verdict_of`) allows the model's own error, as every answer's does: the error ``e`` of a speedup
-that :func:`specsim.answers.verdict.model_error` gives the deployment (a calibration's held-out plain + speculative
-error where its fit kept one, else the corpus's measured +-6.85%).  Two more crossings on the same grid, the acceptance
+that :func:`specsim.answers.verdict.model_error` gives the deployment, the corpus's measured +-6.85% (a calibration's
+held-out plain + speculative error is of its runs at their own measured acceptance, and the watch judges each window at
+the one it measured and its thresholds at the lengths where the speedup is 1 +/- e: the error is set aside, as for an
+answer at ``--alpha``, by :meth:`specsim.engines.base.EnginePreset.judged_at`, saying why; a calibration whose error
+is of no acceptance of its own, its runs pinned, keeps it).  Two more crossings on the same grid, the acceptance
 lengths ``L+`` and ``L-`` where the speedup first reaches 1 + e and 1 - e, bound the break-even (the speedup rises
 with the acceptance at a load, the grid's assumption for the break-even too).  The window pays where its interval's
 bottom is above ``L+``; it costs more than it saves where its top is below ``L-``; where the interval lies between them
@@ -53,6 +56,7 @@ interval and no verdict unless no acceptance pays or every one does.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -65,6 +69,7 @@ __all__ = [
     "ALPHAS",
     "CONFIDENCE_Z",
     "JUDGEMENTS",
+    "LIVE_ACCEPTANCE",
     "SHOWN",
     "Judgement",
     "Judge",
@@ -73,6 +78,9 @@ __all__ = [
     "window_sd",
 ]
 
+#: The acceptance the watch judges at, in words (:meth:`specsim.engines.base.EnginePreset.judged_at`'s ``given``): no
+#: calibration's runs' own, whatever a window measures.
+LIVE_ACCEPTANCE = "the acceptance each window measures"
 #: The alphas on which the break-even is searched: 0 to 0.995, every 0.005.
 ALPHAS = np.round(np.arange(0.0, 0.9951, 0.005), 3)
 #: A two-sided 95% normal interval.
@@ -207,8 +215,12 @@ class Judge:
             if free[speculating] <= 0:
                 basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
                 raise ValueError(no_room_said(dep, speculating, free[speculating], basis))
+        # A calibration's held-out error is of its runs at their own acceptance; every window is judged at the one it
+        # measured (the thresholds at others still): set aside, saying why, where it is of an acceptance (judged_at).
+        engine = dep.engine.judged_at(LIVE_ACCEPTANCE, LIVE_ACCEPTANCE)
+        dep = dep if engine is dep.engine else dataclasses.replace(dep, engine=engine)
         self.dep, self.limits, self.memory_utilization = dep, limits, memory_utilization
-        #: the error of the model's speedups, as every answer carries it (its calibration's held out, else the corpus's)
+        #: the error of the model's speedups, as every answer at an acceptance carries it (model_error, judged_at)
         self.error = model_error(dep)
         top = gamma_max
         if dep.drafter is not None and dep.drafter.max_steps is not None:
