@@ -227,7 +227,7 @@ def test_the_library_sets_a_calibrations_error_aside_at_an_acceptance_the_caller
     assert kept["basis"].startswith("calibration.yaml held out: plain")
     row = gamma_answer(dep, 0.7, "alpha 0.7", [1], context, 8, 0.0, cap).rows[0]
     assert row["model_error"]["share"] == CORPUS_SPEEDUP_ERROR
-    why = "calibration.yaml's held-out error is of its runs' own acceptance, not alpha 0.7, the acceptance given: "
+    why = "calibration.yaml's held-out error is of its runs' own acceptance, not alpha 0.7, the acceptance this answer takes: "
     assert row["model_error"]["basis"] == why + CORPUS_SPEEDUP_ERROR_SOURCE
 
 

@@ -98,7 +98,7 @@ def judged_at(dep, acceptance: object, label: str):
     (:meth:`specsim.engines.base.EnginePreset.judged_at` decides it); ``dep`` itself otherwise.  Every answer that takes
     an acceptance calls it, so that a library caller's verdicts fall back to the corpus's error as the command line's
     do with ``--alpha`` beside ``--calibration``."""
-    engine = dep.engine.judged_at(acceptance, f"{label}, the acceptance given")
+    engine = dep.engine.judged_at(acceptance, f"{label}, the acceptance this answer takes")
     return dep if engine is dep.engine else dataclasses.replace(dep, engine=engine)
 
 
