@@ -105,6 +105,19 @@ def test_a_drafter_of_another_kind_and_an_alpha_given_both_say_why_the_error_is_
     )
 
 
+def test_a_drafter_of_another_kind_says_the_fits_error_is_not_this_answers(plan_calibration, capsys):
+    """The note naming the calibration's held-out error said "that is the fit's error, not this answer's" for replaced
+    terms and a given acceptance only: with --draft of another kind than its runs' (whose rounds and acceptance the
+    answer then takes from the preset) the note read as this answer's error.  With the runs' own drafter it stays."""
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--batch", "1"]
+    assert main([*argv, "--draft", "eagle3"]) == 0
+    note = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("note: calibration.yaml"))
+    assert note.endswith("that is the fit's error, not this answer's, whose drafter (eagle3) no run judged"), note
+    assert main(argv) == 0
+    note = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("note: calibration.yaml"))
+    assert "not this answer's" not in note, note
+
+
 def test_a_large_gain_is_still_called_and_the_corpus_error_named(capsys):
     """Uncalibrated, batch 1: +88%, far outside the corpus's error: speculate, the error's basis the corpus's."""
     (row,) = _rows(["optimal-gamma", "--batch", "1"], capsys)

@@ -193,6 +193,9 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     if cal is not None and engine is not dep.engine:  # a fitted term replaced: said by default, not only under -v
         _said_replaced(args, dep.engine, cal.name)
         unjudged.append("replaced terms")
+    named = getattr(args, "draft", None) if draft else None
+    if cal is not None and cal.drafter is not None and not cal.drafts_with(named):
+        unjudged.append(f"drafter ({named})")  # its rounds and acceptance are the preset's, not the runs' drafter's
     given = acceptance_flag(args)
     if cal is not None and given is not None and cal.acceptance is not None:
         # The fit's speculative held-out error is of its runs at their own acceptance (each load's predicted with the
