@@ -707,23 +707,41 @@ def burst_iterations(count: object, prompt_tokens: object, budget: float) -> np.
     [1.0, 4.0, 6.28]
     """
     n, x = np.broadcast_arrays(np.asarray(count, dtype=float), np.asarray(prompt_tokens, dtype=float) / float(budget))
-    return _bursts(n.shape, tuple(n.ravel().tolist()), tuple(x.ravel().tolist())).copy()
+    return _bursts(n.shape, tuple(n.ravel().tolist()), tuple(x.ravel().tolist()))[0].copy()
+
+
+def burst_riding(count: object, prompt_tokens: object, budget: float) -> np.ndarray:
+    """The mean prompts of a burst (``count`` sent at once, as :func:`burst_iterations` cuts them) that ride in the
+    iterations after a prompt of it completes: the i-th completes in iteration k_i = ceil(i P / budget), after which
+    the burst's N P - k_i budget tokens are left (none where it completes in the last), so the mean of
+    max(N - k_i budget / P, 0) prompts' worth.  Those decode beside them (a benchmark's first wave, :func:`closed_loop_times`).
+
+    >>> [round(float(x), 3) for x in burst_riding([4, 4, 64], [1000, 3000, 1024], 8192)]
+    [0.0, 0.635, 28.0]
+    """
+    n, x = np.broadcast_arrays(np.asarray(count, dtype=float), np.asarray(prompt_tokens, dtype=float) / float(budget))
+    return _bursts(n.shape, tuple(n.ravel().tolist()), tuple(x.ravel().tolist()))[1].copy()
 
 
 @functools.lru_cache(maxsize=256)
 def _bursts(shape: tuple, count: tuple, x: tuple) -> np.ndarray:
-    """:func:`burst_iterations` of ``count`` bursts of ``x`` budgets each, kept (read-only): a calibration's fit asks
-    for its runs' same bursts at every step."""
+    """(:func:`burst_iterations`, :func:`burst_riding`) of ``count`` bursts of ``x`` budgets each, kept (read-only): a
+    calibration's fit asks for its runs' same bursts at every step."""
     m, x = np.maximum(np.array(count).astype(int), 1), np.array(x, dtype=float)
-    out = np.ones(m.size)
+    out = np.stack([np.ones(m.size), np.zeros(m.size)])
     if m.size:
         k = np.arange(1, int(m.max()) + 1, dtype=float)
         rows = max(1, 4_000_000 // k.size)  # bursts at once, a few million requests
         for s in range(0, m.size, rows):
             # the sums are of whole numbers, so exact in any order
-            it = np.where(k <= m[s : s + rows, None], np.ceil(k * x[s : s + rows, None] - 1e-9), 0.0)
-            out[s : s + rows] = it.sum(axis=-1) / m[s : s + rows]
-    out = np.maximum(out, 1.0).reshape(shape)
+            inside, xs = k <= m[s : s + rows, None], x[s : s + rows, None]
+            it = np.where(inside, np.ceil(k * xs - 1e-9), 0.0)
+            out[0, s : s + rows] = it.sum(axis=-1) / m[s : s + rows]
+            # the budgets' tokens after the i-th prompt's iteration, in prompts (none without prompt tokens)
+            left = np.where(inside & (xs > 0), np.maximum(m[s : s + rows, None] - it / np.where(xs > 0, xs, 1.0), 0), 0)
+            out[1, s : s + rows] = left.sum(axis=-1) / m[s : s + rows]
+    out[0] = np.maximum(out[0], 1.0)
+    out = out.reshape((2, *shape))
     out.flags.writeable = False
     return out
 
@@ -790,10 +808,15 @@ def closed_loop_times(
     With ``requests`` (a benchmark's run of that many requests, with ``input_tokens`` and ``limits``), the run's means
     rather than the steady state's: a run of W = n / N_e waves starts with every user's request at once, so the first N_e
     prompts queue for the budget together (iterations each filled with budget / P prompts' tokens; the first wave's mean
-    TTFT is :func:`burst_iterations` of them), and its last wave decodes with no prompt arriving beside it (the users stop): the
-    others' prefill rides in a share f = max((W - 1) / W, 1 / (2 W)) of the decode phases (in convoys, the last wave
-    carries only the groups after its own), and each user's requests run back to back, so the run's throughput is its
-    N_e users' over the mean end-to-end latency.
+    TTFT is :func:`burst_iterations` of them), and its last wave decodes with no prompt arriving beside it (the users
+    stop).  Counted by prompt, the others' prefill in the decode phases is ((W - 1) d + r) / W a request, d the steady
+    state's and r the burst's prompts left after a first-wave prompt completes (:func:`burst_riding`, none where the
+    burst fits one iteration): each of the n - N_e prompts sent after the burst meets the decode phases a steady prompt
+    meets.  In convoys, the last wave carries only the groups after its own.
+    Each user's requests run back to back, so the run's throughput is its N_e users' over the mean end-to-end latency.
+    The step is the steady state's: as the users stop, the last wave decodes at a smaller batch (a run of 1.5 waves at
+    64 users: 52 sequences beside a request on average in the simulator, 63 in the long run), so such runs' TPOT is
+    4-7% over the simulator's where the step grows with the batch.
 
     ``preempted``: (m, L, t_r) where the engine preempts (:mod:`specsim.serving.preemption`): each request's m resumes of
     L tokens, t_r the marginal time of one.  The others' resumes ride in every iteration beside their prompts; its own
@@ -854,13 +877,16 @@ def closed_loop_times(
         g0 = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
         burst = burst_iterations(p.in_engine, P, budget)
         first = burst * iteration_s(own_pass, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
-        # The last wave decodes with no prompt arriving after it: uniformly, half the others' prompts of a wave; in
-        # convoys, the groups after its own in that cycle, (N_e - own) / 2 of them (convoy_prompts).
+        # In convoys, the last wave decodes with no prompt arriving after it: the groups after its own in that cycle,
+        # (N_e - own) / 2 of them (convoy_prompts).  Spread uniformly, counted by prompt: each of the n - N_e prompts
+        # sent after the burst meets the decode phases a steady prompt meets, and the burst's ride in the decode
+        # phases of those whose own prompt completed before theirs (burst_riding: none where the burst fits one
+        # iteration).
         after = (p.in_engine - own_prompts) / 2.0 / p.rounds
         arriving = np.where(
             p.convoy,
             ((waves - 1.0) * arriving + after) / waves,
-            arriving * np.maximum((waves - 1.0) / waves, 0.5 / waves),
+            ((waves - 1.0) * arriving + burst_riding(p.in_engine, P, budget) / p.rounds) / waves,
         )
     others = arriving * t_pf + resumes
     if apart:
