@@ -286,3 +286,57 @@ def test_a_metrics_pages_per_position_counts_reach_the_calibration_as_a_files_do
     assert main(["calibrate-engine", *args.split()]) == 0
     acceptance = yaml.safe_load(out.read_text())["acceptance"]
     assert acceptance["per_position"] == [0.83, 0.64, 0.4725], acceptance
+
+
+def _plan_without_recorded_acceptance(tmp_path: Path) -> Path:
+    """examples/bench/plan copied, its real-prompt runs' files stripped of the acceptance vllm bench serve records
+    (spec_decode_*), as a client that records none leaves them (GuideLLM, a vLLM before 0.14): their pages give it."""
+    import shutil
+
+    plan = tmp_path / "plan"
+    shutil.copytree(Path(BENCH) / "plan", plan)
+    for c in (1, 2):
+        path = plan / "results" / f"s4-real-prompts-c{c}.json"
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({k: v for k, v in record.items() if not k.startswith("spec_decode")}))
+    return plan
+
+
+def test_a_plans_metrics_pages_give_their_per_position_shares_as_metrics_does(tmp_path):
+    """A plan's run whose file records no acceptance takes it from its /metrics pages saved before and after it
+    (acceptance_between); the pages count each draft position (vllm:spec_decode_num_accepted_tokens_per_pos,
+    vllm/v1/spec_decode/metrics.py 0.30.0), and calibrate-engine --metrics carries those shares, but the plan took the
+    length alone: the file's acceptance had no per_position and said the files 'recorded' it.  The example's pages:
+    2048, 1474, 1062, 764 of 2,844 drafts, then 2047, 1475, 1061, 765 of 2,844 more; pooled 4095, 2949, 2123, 1529 of
+    5,688."""
+    plan = _plan_without_recorded_acceptance(tmp_path)
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate-engine", "--plan", str(plan / "plan.yaml"), "--out", str(out)]) == 0
+    acceptance = yaml.safe_load(out.read_text())["acceptance"]
+    assert acceptance["per_position"] == [0.7199, 0.5185, 0.3732, 0.2688], acceptance
+    assert "recorded" not in acceptance["source"].split("per-position")[0], acceptance["source"]
+    assert "the /metrics pages saved before and after each gave 2 runs of s4-real-prompts-c1.json" in " ".join(
+        acceptance["source"].split()
+    )
+
+
+def test_a_plans_metrics_page_of_another_number_of_positions_is_refused_naming_the_run(tmp_path, capsys):
+    """A page counting 3 positions after a run the plan ran at 4 draft steps is of another server: one line naming the
+    plan's run and its page, exit 2, no calibration written."""
+    plan = _plan_without_recorded_acceptance(tmp_path)
+    counters = {"num_drafts": 2844, "num_draft_tokens": 3 * 2844, "num_accepted_tokens": 2048 + 1474 + 1062}
+    lines = [f'vllm:spec_decode_{k}_total{{engine="0",model_name="m"}} {v}' for k, v in counters.items()]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="{k}"}} {v}'
+        for k, v in enumerate((2048, 1474, 1062))
+    ]
+    (plan / "results" / "s4-real-prompts-c1.metrics-after.txt").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate-engine", "--plan", str(plan / "plan.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "specsim calibrate-engine: error: plan run s4-real-prompts-c1: its metrics_after s4-real-prompts-c1.metrics-after.txt counts 3 "
+        "draft positions (vllm:spec_decode_num_accepted_tokens_per_pos), the runs it would give its acceptance length "
+        "are at the plan's 4 draft steps: save the page of the server that ran them"
+    ), err
+    assert not out.exists()

@@ -14,6 +14,10 @@ from specsim.core.words import counted
 
 __all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
 
+#: Who gave a plan's runs the acceptance their files record none of (BenchRun.accept_length_page): each run's pages
+#: saved before and after it, the counters between them.
+PLAN_PAGES = "the /metrics pages saved before and after each"
+
 
 def _written(root: Path, row: dict, key: str) -> bool:
     """Whether the plan row's ``key`` (its result or a metrics page) has been written: a regular file; False where it
@@ -62,7 +66,16 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
             if run.accept_length is None and _written(root, row, "metrics_after"):
                 before = root / row["metrics_before"] if _written(root, row, "metrics_before") else None
                 m = acceptance_between(before, root / row["metrics_after"])
-                run = dataclasses.replace(run, accept_length=m.mean_acceptance_length)
+                # the pages' per-position shares too, as --metrics gives them (one position a draft step, checked)
+                shares = tuple(float(c) for c in m.cumulative_rates) if m.accepted_per_position else None
+                page = f"plan run {row['name']}: its metrics_after {Path(row['metrics_after']).name}"
+                _check_page_steps(page, shares, int(row["steps"]), 1, f"the plan's {row['steps']} draft steps")
+                run = dataclasses.replace(
+                    run,
+                    accept_length=m.mean_acceptance_length,
+                    accept_length_page=PLAN_PAGES,
+                    per_position=run.per_position if shares is None else shares,
+                )
             setup = SpecSetup(
                 int(row["steps"]),
                 pinned_accept_length=row.get("pinned_accept_length"),
@@ -165,7 +178,7 @@ def runs_from_files(
             files.append(path)
             for r in next(read):
                 if r.accept_length is None and length is not None:
-                    _check_page_steps(metrics, shares, steps, topk)
+                    _check_page_steps(f"--metrics {os.path.basename(metrics)}", shares, steps, topk, f"--steps {steps}")
                     # the page's per-position shares: a chain's, one position a draft step (checked above)
                     per = shares if shares is not None and topk <= 1 else r.per_position
                     r = dataclasses.replace(
@@ -196,17 +209,15 @@ def runs_from_files(
     return runs, files, notes + lines + said
 
 
-def _check_page_steps(metrics: str, shares: tuple | None, steps: int, topk: int) -> None:
-    """Refuse a /metrics page of another number of draft steps than the runs it gives its acceptance length: vLLM counts
-    one position a configured draft token (num_speculative_tokens, vllm:spec_decode_num_accepted_tokens_per_pos), so a
-    page of K positions measured drafts of K."""
-    import os
-
+def _check_page_steps(page: str, shares: tuple | None, steps: int, topk: int, steps_said: str) -> None:
+    """Refuse a /metrics page (``page``: how the error names it) of another number of draft steps than the runs it
+    gives its acceptance length (``steps_said``: where those steps were given): vLLM counts one position a configured
+    draft token (num_speculative_tokens, vllm:spec_decode_num_accepted_tokens_per_pos), so a page of K positions measured
+    drafts of K."""
     if shares is not None and topk <= 1 and len(shares) != steps:
         raise ValueError(
-            f"--metrics {os.path.basename(metrics)} counts {len(shares)} draft positions "
-            f"(vllm:spec_decode_num_accepted_tokens_per_pos), the runs it would give its acceptance length are at "
-            f"--steps {steps}: save the page of the server that ran them"
+            f"{page} counts {len(shares)} draft positions (vllm:spec_decode_num_accepted_tokens_per_pos), the runs it "
+            f"would give its acceptance length are at {steps_said}: save the page of the server that ran them"
         )
 
 
