@@ -340,3 +340,15 @@ def test_a_plans_metrics_page_of_another_number_of_positions_is_refused_naming_t
         "are at the plan's 4 draft steps: save the page of the server that ran them"
     ), err
     assert not out.exists()
+
+
+def test_the_metrics_note_says_the_pages_counters_run_from_the_servers_start(capsys):
+    """vLLM's speculation counters are prometheus_client Counters made when the server starts and only incremented
+    (SpecDecodingProm, vllm/v1/spec_decode/metrics.py 0.30.0): a page saved after the plain runs, a warm-up and these
+    runs holds the drafts of all of them.  The note that gives the page's length to the runs said nothing of it."""
+    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
+    args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt"
+    assert main(["calibrate-engine", *args.split()]) == 0
+    note = next(line for line in capsys.readouterr().out.splitlines() if "whose file has none" in line)
+    assert "its counters count every draft since the server started" in note, note
+    assert "a page saved after several runs holds all of them" in note, note

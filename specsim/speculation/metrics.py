@@ -61,6 +61,16 @@ EARLIEST_CAPTURE_S = 1e9
 MAX_STAMP_S = 253402300799.0
 
 _PREFIX = "vllm:spec_decode_"
+#: What a vLLM page's speculation counters hold: vllm:spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens
+#: ("Number of spec decoding drafts / draft tokens / accepted tokens") and _num_accepted_tokens_per_pos ("Accepted
+#: tokens per draft position") are prometheus_client Counters made once, with the server's stat logger
+#: (SpecDecodingProm, vllm/v1/spec_decode/metrics.py L177-264 at 0.30.0, built in PrometheusStatLogger.__init__,
+#: vllm/v1/metrics/loggers.py L482), and only incremented (SpecDecodingProm.observe, L266-281): a page holds every draft
+#: since the server started.
+SINCE_START = (
+    "its counters count every draft since the server started, so a page saved after several runs holds all of them: "
+    "save it from a server that ran these runs alone (bench-plan saves a page before and after each run)"
+)
 _COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
 
 
@@ -470,7 +480,8 @@ def read_page(path: str | Path, model_name: str | None = None) -> float | Accept
 
 def accept_length_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, str]:
     """(AL, where it came from): tokens per verification pass from a saved ``/metrics`` page of vLLM
-    (1 + accepted / drafts) or SGLang (``sglang:spec_accept_length``).  A page counts from the server's start."""
+    (1 + accepted / drafts, counters since the server's start: :data:`SINCE_START`) or SGLang
+    (``sglang:spec_accept_length``)."""
     return _accept_length(*_page(path), model_name)
 
 
@@ -485,7 +496,7 @@ def _accept_length(name: str, text: str, model_name: str | None = None) -> tuple
             )
         return length, f"{name}: SGLang mean accept length"
     m = acceptance_from_prometheus(text, source=name, model_name=model_name)
-    return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts"
+    return m.mean_acceptance_length, f"{name}: vLLM 1 + accepted / drafts; {SINCE_START}"
 
 
 def per_position_from_page(path: str | Path, model_name: str | None = None) -> tuple[float, ...] | None:
