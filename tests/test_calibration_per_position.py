@@ -148,7 +148,9 @@ def test_datasets_the_files_name_are_separate_sweeps_and_files_that_name_none_ar
     assert main(argv) == 0
     sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]
     assert [s.split(":")[1] for s in sweeps] == [" sweep dataset gsm8k", " sweep dataset humaneval"], sweeps
-    assert sweeps[0].endswith("; dataset as the files name it: dataset gsm8k")
+    # the sweep's name gives the dataset: the line names it once (it had said it again at its end)
+    assert sweeps[0].endswith("; the files name its dataset, which sets it apart from others of alike lengths")
+    assert sweeps[0].count("gsm8k") == 1, sweeps[0]
     c = _write(tmp_path / "c.jsonl", [r | _other(r) for r in bare])
     assert main(argv[:-2] + [_write(tmp_path / "d.jsonl", bare), c]) == 0
     sweeps = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: sweep ")]

@@ -375,17 +375,21 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
         lines.append(
             f"sweep {name}: {len(members)} speculative runs at {', '.join(map(str, steps))} draft steps from "
             f"{counted(len(files), 'file')} ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); one acceptance"
-            + (_told_apart(members) if name in ruled else "")
+            + (_told_apart(members, name) if name in ruled else "")
         )
     return out, lines
 
 
-def _told_apart(members: list[CalRun]) -> str:
-    """What the line of a sweep grouped by the lengths rule says of its dataset: the name its files record, or that
-    they record none, so that datasets of alike lengths are not told apart."""
+def _told_apart(members: list[CalRun], name: str) -> str:
+    """What the line of a sweep ``name`` grouped by the lengths rule says of its dataset: that its files name it (the
+    names its own name does not already give), or that they name none, so that datasets of alike lengths are not told
+    apart."""
     named = sorted({c.run.dataset for c in members if c.run.dataset})
+    unsaid = [d for d in named if not name.startswith(f"{d}: ")]
+    if unsaid:
+        return f"; dataset as the files name it: {', '.join(unsaid)}"
     if named:
-        return f"; dataset as the files name it: {', '.join(named)}"
+        return "; the files name its dataset, which sets it apart from others of alike lengths"
     return (
         "; the files name no dataset (vLLM: --metadata dataset=NAME), so datasets of alike lengths are not "
         "told apart (--sweep-by file separates them)"
