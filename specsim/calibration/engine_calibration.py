@@ -474,6 +474,7 @@ def calibrate_engine(
     weight_dtype: str | None = None,
     kv_dtype: str | None = None,
     limits=None,
+    prefix_hit: tuple | None = None,
     memory_utilization: float | None = None,
     done=None,
 ) -> EngineCalibration:
@@ -485,8 +486,10 @@ def calibrate_engine(
     :func:`specsim.engines.default_limits`, said in the notes), its KV cache at ``memory_utilization`` of the GPU's
     memory (the engine's own share unless given, :func:`specsim.serving.capacity.memory_share`, said in the notes);
     ``weight_dtype`` and ``kv_dtype`` the target's weight and KV-cache formats (None: the model's own, bf16);
-    ``done`` is called after each fit (a progress bar).  ``specsim calibrate-engine`` reads the runs from benchmark
-    files; a fit needs runs without speculation and with it:
+    ``prefix_hit``: (the share of the runs' prompt tokens their engine's prefix cache served, where that comes from),
+    which the fit's prefills and the file keep (:meth:`specsim.serving.limits.EngineLimits.prompt_split`; default
+    none); ``done`` is called after each fit (a progress bar).  ``specsim calibrate-engine`` reads the runs from
+    benchmark files; a fit needs runs without speculation and with it:
 
     >>> calibrate_engine([], [], [], hardware="h100-sxm", target="llama-3.1-8b", engine="vllm")
     Traceback (most recent call last):
@@ -498,6 +501,7 @@ def calibrate_engine(
     from specsim.core.defaults import DEFAULT_DRAFT
     from specsim.describe.models import get_model
     from specsim.engines import get_engine
+    from specsim.serving.limits import check_prefix_hit
     from specsim.serving.steady import engine_limits
     from specsim.speculation.deployment import Deployment
 
@@ -524,6 +528,11 @@ def calibrate_engine(
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")
+    if prefix_hit is not None:  # what the runs' prefix cache served: their prefill and budget take the rest
+        limits = dataclasses.replace(limits, prefix_hit=check_prefix_hit(prefix_hit[0]))
+        notes.append(
+            f"prefix cache: {limits.prefix_hit:g} of each prompt's tokens served from it, not prefilled ({prefix_hit[1]})"
+        )
     past = past_max_num_seqs(runs, limits)  # (a --max-num-seqs the runs pass is refused where the CLI reads it)
     if past is not None:
         notes.append(f"{past}: give --max-num-seqs as the runs were served with, if it was not this")

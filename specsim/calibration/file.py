@@ -247,14 +247,14 @@ class Calibration:
     @property
     def served_limits(self) -> tuple | None:
         """(max_num_seqs, max_batched_tokens, the speculating server's max_num_seqs where it differs, where they come
-        from): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
+        from, the prefix-cache hit share the runs were fitted with): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
         (its ``served_limits``), so that every answer on it, the library's as the commands', takes them for a limit
         not given; None in a file written before the record was."""
         if self.serving is None:
             return None
         s = self.serving
-        where = f"the limits {self.name}'s runs were fitted under"
-        return s["max_num_seqs"], s["max_batched_tokens"], s.get("spec_max_num_seqs"), where
+        where = f"the limits {self.name}'s runs were fitted under"  # (the label names a prefix-cache hit share)
+        return s["max_num_seqs"], s["max_batched_tokens"], s.get("spec_max_num_seqs"), where, s.get("prefix_hit", 0.0)
 
     def apply(self, preset, drafter: type | None = None):
         """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`); ``drafter``: the class of the
@@ -403,6 +403,8 @@ def serving_record(runs: list, limits, memory_utilization: float | None = None) 
         "spec_max_num_seqs": None if limits.spec_max_num_seqs is None else int(limits.spec_max_num_seqs),
         "max_batched_tokens": int(limits.max_batched_tokens),
         "memory_util": None if memory_utilization is None else float(memory_utilization),
+        # the share of prompt tokens served from the prefix cache the fit took (--prefix-hit; 0: none)
+        "prefix_hit": float(limits.prefix_hit),
     }
     if not (np.all(np.isfinite(prompts) & (prompts >= 1)) and np.all(np.isfinite(outputs) & (outputs >= 1))):
         return record | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}  # a file without them
@@ -620,9 +622,10 @@ def _read_serving(where: str, raw: object) -> dict | None:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: serving must be a mapping (max_num_seqs, max_batched_tokens, ...), got {raw!r:.60}")
     # (a file written before 2026-12-04 has no memory_util, one before 2026-12-05 no spec_max_num_seqs)
-    raw = {"memory_util": None, "spec_max_num_seqs": None} | raw
+    # (a file written before 2026-12-07 has no prefix_hit: its fit prefilled every prompt token)
+    raw = {"memory_util": None, "spec_max_num_seqs": None, "prefix_hit": 0.0} | raw
     known = ("max_num_seqs", "max_batched_tokens", "spec_max_num_seqs", "input_tokens", "output_tokens")
-    known += ("lengths_alike", "memory_util")
+    known += ("lengths_alike", "memory_util", "prefix_hit")
     for key in known:
         if key not in raw:
             raise ValueError(f"{where}: serving: the key {key!r} is missing")
@@ -646,6 +649,7 @@ def _read_serving(where: str, raw: object) -> dict | None:
             "a share in (0, 1], or null",
         ),
         "lengths_alike": (isinstance(raw["lengths_alike"], bool), "true or false"),
+        "prefix_hit": (number(raw["prefix_hit"], 0.0, 1.0, False), "a share in [0, 1]"),
     }
     unknown = raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
     for key in ("input_tokens", "output_tokens"):

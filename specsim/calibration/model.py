@@ -97,6 +97,9 @@ class RunModel:
         self.load_kind = np.array([x.kind for x in r])
         self.load = np.array([x.load_value for x in r], dtype=float)
         self.prompt = np.array([x.prompt_tokens for x in r], dtype=float)
+        # the prompt tokens each run prefilled and those a prefix-cache hit served (EngineLimits.prompt_split): the
+        # prefill's time and the budget take the first, the KV cache holds the whole prompt
+        self.prefilled, self.cached = self.limits.prompt_split(self.prompt)
         self.output = np.array([x.output_tokens for x in r], dtype=float)
         self.context = self.prompt + self.output / 2.0
         self.steps = np.array([c.setup.steps if c.setup else 0 for c in runs], dtype=float)
@@ -209,7 +212,7 @@ class RunModel:
                 alpha[m],
                 g[m],
                 self.in_engine[index][m],
-                self.prompt[index][m],
+                self.prefilled[index][m],
                 self.output[index][m],
                 self.limits,
                 al[m],
@@ -329,7 +332,9 @@ class RunModel:
         def make():
             spec = self.steps > 0
             return {
-                "prefill": dep.prefill_s(self.prompt, draft=spec) if len(self.runs) else np.zeros(0),
+                "prefill": dep.prefill_s(self.prefilled, draft=spec, cached_tokens=self.cached)
+                if len(self.runs)
+                else np.zeros(0),
                 "base": dep.prefill_base_s(),
                 # a prefill batch run apart (SGLang), speculating: the drafter's draft extend passes over it too
                 "batch_base": dep.prefill_base_s(draft=spec),
@@ -414,7 +419,7 @@ class RunModel:
                 t = offline_times(
                     self.load[i],
                     self.in_engine[i],
-                    self.prompt[i],
+                    self.prefilled[i],
                     self.output[i],
                     self.rounds(values.alphas, i),
                     step[sel],
@@ -456,7 +461,7 @@ class RunModel:
             t_pf,
             self.load[i] if k == "concurrency" else self.in_engine[i],
             self.output[i],
-            self.prompt[i],
+            self.prefilled[i],
             self.limits,
             self.completed[i] if k == "concurrency" else None,
             batch_base,
@@ -468,7 +473,7 @@ class RunModel:
                 self.load[i],
                 self.in_engine[i],
                 self.admitted[i],
-                self.prompt[i],
+                self.prefilled[i],
                 self.output[i],
                 t_pf,
                 step,
@@ -484,8 +489,8 @@ class RunModel:
         (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where."""
         lam, D = self.load[i], self.rounds(values.alphas, i)
         left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
-        k_p = np.maximum(np.ceil(self.prompt[i] / left), 1.0)
-        apart = (batch_base, self.prompt[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
+        k_p = np.maximum(np.ceil(self.prefilled[i] / left), 1.0)
+        apart = (batch_base, self.prefilled[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
         own = own_step_s(self.batch_own[i], own_at, step, base)
         t = open_loop_times(lam, D, step, own, t_pf, k_p, self.output[i], apart)
         t_dec = t["itl_s"]
@@ -494,7 +499,13 @@ class RunModel:
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
             extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
             past = self.full[i] | past_capacity(
-                lam * t_pf, b, self.in_engine[i], lam * self.prompt[i] * t_dec, budget, iteration_s(step, extra), t_dec
+                lam * t_pf,
+                b,
+                self.in_engine[i],
+                lam * self.prefilled[i] * t_dec,
+                budget,
+                iteration_s(step, extra),
+                t_dec,
             )
         if past.any():
             j = np.flatnonzero(past)

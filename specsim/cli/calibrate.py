@@ -142,6 +142,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             weight_dtype=args.weight_dtype,
             kv_dtype=args.kv_dtype,
             limits=limits,
+            prefix_hit=None if args.prefix_hit is None else (args.prefix_hit, "--prefix-hit"),
             memory_utilization=args.memory_util,
             done=done,
         )
@@ -458,6 +459,7 @@ def _parser_calibrate_engine(sub) -> None:
     )
     from specsim.cli.flags import LIMITS_SEQS_HELP as SEQS
     from specsim.cli.flags import LIMITS_TOKENS_HELP as TOK
+    from specsim.cli.flags import add_prefix_hit_arg
 
     p.add_argument(
         "--max-num-seqs",
@@ -473,6 +475,7 @@ def _parser_calibrate_engine(sub) -> None:
         help="the engine's tokens per iteration (vLLM max_num_batched_tokens, SGLang --chunked-prefill-size; "
         f"default: {TOK})",
     )
+    add_prefix_hit_arg(p)
     p.add_argument(
         "--memory-util",
         type=fraction,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 from typing import Callable
 
 from specsim.core.defaults import (
@@ -390,11 +391,34 @@ def add_load_args(p: argparse.ArgumentParser, instead: str = "instead of --batch
         default=None,
         help=f"the engine's sequences in flight at most, both arms (default: {LIMITS_SEQS_HELP}); more users queue",
     )
+    add_prefix_hit_arg(p)
     p.add_argument(
         "--max-batched-tokens",
         type=int_at_least(1, "max-batched-tokens", MAX_CONTEXT),
         default=None,
         help=f"tokens per iteration, decode plus prefill chunks (SGLang's --chunked-prefill-size; default: {LIMITS_TOKENS_HELP})",
+    )
+
+
+def prefix_hit_type(text: str) -> float:
+    """``--prefix-hit``: a share in [0, 1] (:func:`specsim.serving.limits.check_prefix_hit`), else one line."""
+    from specsim.serving.limits import check_prefix_hit
+
+    try:
+        return check_prefix_hit(text, "--prefix-hit")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_prefix_hit_arg(p: argparse.ArgumentParser) -> None:
+    """``--prefix-hit``: the share of prompt tokens the engine's prefix cache serves (the one flag for it)."""
+    p.add_argument(
+        "--prefix-hit",
+        type=prefix_hit_type,
+        metavar="SHARE",
+        help="share of each prompt's tokens served from the engine's prefix cache, in [0, 1]: those are not prefilled, "
+        "the rest attend over them (default 0: every prompt token prefilled; a --calibration's: the share its runs "
+        "were fitted with)",
     )
 
 
@@ -411,6 +435,8 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
     limits, where = limits_of(preset, hardware, offline, *given)
     if len(missing) < 2:
         check_limits(preset, limits, ("--max-batched-tokens", "--max-num-seqs"))
+    if getattr(args, "prefix_hit", None) is not None:  # (the limits' label says it where it is not 0)
+        limits = replace(limits, prefix_hit=args.prefix_hit)
     return limits, where, missing
 
 

@@ -111,6 +111,9 @@ class DefaultLimits:
     #: prompts' alone (SGLang without --enable-mixed-chunk), or ride in the decoding iterations, whose tokens count
     #: against the budget (vLLM, TensorRT-LLM).
     prefill_apart: bool = False
+    #: The share of prompt tokens served from the prefix cache (a calibration's runs' where they were fitted with one,
+    #: :attr:`specsim.serving.limits.EngineLimits.prefix_hit`; 0 otherwise: none).
+    prefix_hit: float = 0.0
 
 
 @dataclass(frozen=True)

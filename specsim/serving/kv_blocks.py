@@ -183,9 +183,10 @@ class KvBlocks:
             eng.running = eng.running[eng.running != j]
             eng.prefill_len[j] = done = int(eng.ctx[j])  # prompt and output so far, prefilled again as one prompt
         else:
-            done = int(eng.prefill_len[j] - eng.prefilling[at][1])
+            done = int(eng.prefill_len[j] - eng.cached[j] - eng.prefilling[at][1])  # what it computed of its prompt
             del eng.prefilling[at]
         self.held[j] = 0.0
+        eng.cached[j] = 0  # its resume recomputes what it held whole (what the prefix cache keeps of it: not modelled)
         self.reserved -= self.reserve[j]
         eng.waiting.appendleft(j)
         self.recomputed_tokens += done

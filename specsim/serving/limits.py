@@ -19,7 +19,7 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.engines.engine import KvPolicy
 
-__all__ = ["EngineLimits", "check_limits", "engine_limits", "limited_said", "queued_said"]
+__all__ = ["EngineLimits", "check_limits", "check_prefix_hit", "engine_limits", "limited_said", "queued_said"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class EngineLimits:
     #: How the engine holds the requests' KV cache: reserved whole when admitted, or in blocks as tokens arrive with
     #: preemption where they run out (:meth:`for_deployment` takes the engine's, :meth:`Engine.kv_policy`).
     kv_policy: KvPolicy = KvPolicy()
+    #: The share of each new request's prompt tokens the engine's prefix cache serves, in [0, 1] (0: none, every prompt
+    #: token computed; vLLM caches prefixes by default, enable_prefix_caching, vllm/config/cache.py 0.30.0 L130, but what
+    #: a workload hits is the workload's): :meth:`prompt_split`.
+    prefix_hit: float = 0.0
 
     def __post_init__(self) -> None:
         for key, most in (("max_num_seqs", 65536), ("max_batched_tokens", 4_194_304), ("spec_max_num_seqs", 65536)):
@@ -61,6 +65,7 @@ class EngineLimits:
                 raise ValueError(f"{key} must be a whole number in [1, {most}], got {value!r}")
         if not self.kv_capacity_bytes > 0:
             raise ValueError(f"KV capacity must be > 0 bytes, got {self.kv_capacity_bytes!r}")
+        check_prefix_hit(self.prefix_hit)
 
     def seqs(self, speculating: object) -> np.ndarray:
         """max_num_seqs of a speculating (True) or plain engine, elementwise."""
@@ -78,7 +83,25 @@ class EngineLimits:
         """The limits in words, as every output names them: "max_num_seqs 256, max_batched_tokens 2048"."""
         spec = "" if self.spec_max_num_seqs is None else f" ({self.spec_max_num_seqs} speculating)"
         budget = " (prompt tokens only, prefill batches apart)" if self.prefill_apart else ""
-        return f"max_num_seqs {self.max_num_seqs}{spec}, max_batched_tokens {self.max_batched_tokens}{budget}"
+        hit = f", prefix-cache hit {self.prefix_hit:g} of prompt tokens" if self.prefix_hit else ""
+        return f"max_num_seqs {self.max_num_seqs}{spec}, max_batched_tokens {self.max_batched_tokens}{budget}{hit}"
+
+    def prompt_split(self, prompt_tokens: object) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens prefilled, tokens served from the prefix cache) of a new request's prompt of ``prompt_tokens``: the
+        cached ones floor(h P) for the hit share h (:attr:`prefix_hit`), at most P - 1, since vLLM recomputes at least a
+        full prompt's last token to sample from it (max_cache_hit_length = request.num_tokens - 1,
+        vllm/v1/core/kv_cache_manager.py 0.30.0 L289-295).  The prefilled tokens attend over the cached ones
+        (:meth:`specsim.speculation.deployment.Deployment.prefill_s`); the request's KV holds all P (its blocks counted
+        once per request: a conversation's requests sharing blocks is not modelled).  A preempted request's resume
+        recomputes its tokens whole (what the prefix cache still holds of them then is not modelled).  The one home of
+        the split: the steady state, the simulator and the calibration's model take it from here.
+
+        >>> [x.tolist() for x in EngineLimits(prefix_hit=0.8).prompt_split([1000, 1, 0])]
+        [[200.0, 1.0, 0.0], [800.0, 0.0, 0.0]]
+        """
+        p = np.asarray(prompt_tokens, dtype=float)
+        cached = np.minimum(np.floor(self.prefix_hit * p), np.maximum(p - 1.0, 0.0))
+        return p - cached, cached
 
     @property
     def most_seqs(self) -> int:
@@ -163,6 +186,20 @@ class EngineLimits:
         return replace(self, draft_slots=tuple(slots), cuts_overflowing_round=cuts, kv_policy=policy)
 
 
+def check_prefix_hit(share: object, name: str = "the prefix-cache hit share") -> float:
+    """``share`` as a float in [0, 1] (the share of prompt tokens a prefix cache serves), else ValueError naming
+    ``name``, the value and what is allowed."""
+    try:
+        value = float(share)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # (NaN fails too)
+        raise ValueError(
+            f"{name} must be a number in [0, 1] (the share of prompt tokens served from the prefix cache), got {share!r}"
+        )
+    return value
+
+
 def engine_limits(
     preset, hardware, offline: bool = False, max_num_seqs: int | None = None, max_batched_tokens: int | None = None
 ) -> tuple[EngineLimits, str]:
@@ -177,6 +214,7 @@ def engine_limits(
         max_batched_tokens or own.max_batched_tokens,
         spec_max_num_seqs=None if max_num_seqs else own.spec_max_num_seqs,
         prefill_apart=own.prefill_apart,
+        prefix_hit=own.prefix_hit,
     )
     if max_num_seqs is not None and max_batched_tokens is not None:
         return limits, ""

@@ -255,6 +255,8 @@ class _Engine:
         self.prompt = np.asarray(requests.prompt, dtype=np.int64)
         self.output = np.asarray(requests.output, dtype=np.int64)
         self.prefill_len = self.prompt.copy()  # tokens a request prefills when admitted: more where it resumes
+        # of those, the tokens a prefix-cache hit serves (limits.prompt_split): 0 once preempted (:mod:`.kv_blocks`)
+        self.cached = limits.prompt_split(self.prompt)[1].astype(np.int64)
         self.rejected = reserve > limits.kv_capacity_bytes
         if concurrency is None:
             if requests.arrival_s is None:
@@ -339,7 +341,7 @@ class _Engine:
         ):
             i = self.waiting.popleft()
             self.kv.admit(i, int(self.prefill_len[i]))
-            self.prefilling.append([i, int(self.prefill_len[i]) if limits.include_prefill else 0])
+            self.prefilling.append([i, int(self.prefill_len[i] - self.cached[i]) if limits.include_prefill else 0])
         if self.waiting and self.running.size + len(self.prefilling) < limits.max_num_seqs:
             self.kv_full = True  # a request waits with a sequence free: the KV cache alone holds it back
 
@@ -387,10 +389,11 @@ class _Engine:
         chunk, completed, prefill_s = 0, [], 0.0
         for item in self.prefilling:
             take = min(item[1], budget - chunk)
-            # Each prompt's piece attends to its own earlier tokens only: it costs what extending that prompt's prefill
-            # from its tokens done so far costs, so a prompt prefilled in pieces costs its whole prefill once.
-            done = int(self.prefill_len[item[0]]) - item[1]
-            prefill_s += table.prefill_s(done + take, self.speculating) - table.prefill_s(done, self.speculating)
+            # Each prompt's piece attends to its own earlier tokens only (and those a prefix-cache hit served): it costs
+            # what extending that prompt's prefill from its tokens done so far costs, so a prompt prefilled in pieces
+            # costs its whole prefill once.
+            i = item[0]
+            prefill_s += table.chunk_s(int(self.prefill_len[i]) - item[1], take, self.speculating, int(self.cached[i]))
             item[1] -= take
             chunk += take
             if item[1] == 0:

@@ -452,18 +452,23 @@ def steady_state(
     g = np.atleast_1d(np.asarray(gamma, dtype=float)).reshape(-1, 1)
     L = P + O / 2.0 if context is None else np.broadcast_to(np.asarray(context, dtype=float), x.shape)
     spec = np.broadcast_to(g > 0, (g.shape[0], x.size))
+    # the prompt's tokens a prefix-cache hit leaves to prefill, over those it serves (EngineLimits.prompt_split): the
+    # prefill's time and the budget take those; the KV cache holds the whole prompt
+    new, cached = limits.prompt_split(P)
     if limits.include_prefill:
-        t_pf = dep.prefill_s(P, draft=spec)
+        t_pf = dep.prefill_s(new, draft=spec, cached_tokens=cached)
     else:
-        t_pf, P = np.zeros(spec.shape), np.zeros_like(P)
+        t_pf, P, new, cached = np.zeros(spec.shape), np.zeros_like(P), np.zeros_like(P), np.zeros_like(P)
     n_e, limited = engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
-    steps = _Steps(dep, acceptance, g, L, fixed_lengths)
+    steps = _Steps(dep, acceptance, g, L, fixed_lengths, cached)
     if kind == "rate":
-        return _open_loop(steps, x, P, O, t_pf, n_e, limited, limits)
-    if kind == "batch":
+        state = _open_loop(steps, x, new, O, t_pf, n_e, limited, limits)
+    elif kind == "batch":
         admitted = admitted_at_once(dep, P, O, g, limits, kv_bytes)
-        return _offline(steps, x, P, O, t_pf, n_e, limited, limits, acceptance_spread, admitted)
-    return _closed_loop(steps, x, P, O, t_pf, n_e, limited, limits, requests)
+        state = _offline(steps, x, new, O, t_pf, n_e, limited, limits, acceptance_spread, admitted)
+    else:
+        state = _closed_loop(steps, x, new, O, t_pf, n_e, limited, limits, requests)
+    return state if not np.any(cached) else replace(state, input_tokens=P)
 
 
 class NoRoom(ValueError):
@@ -541,8 +546,9 @@ class _Steps:
     """The decoding sequences' step of one deployment at one acceptance, per gamma and context: what the serving model
     asks of the deployment (the calibration gives its own, with its fitted terms)."""
 
-    def __init__(self, dep, acceptance, gamma, context, fixed_lengths=False):
+    def __init__(self, dep, acceptance, gamma, context, fixed_lengths=False, cached=0.0):
         self.dep, self.acceptance, self.gamma, self.context = dep, acceptance, gamma, context
+        self.cached = cached  # a prompt's tokens a prefix-cache hit serves: its KV holds them beside those prefilled
         self.fixed_lengths = fixed_lengths
         self.prefix = dep.drafter is not None and dep.drafter.varies_verification
 
@@ -930,12 +936,13 @@ def _closed_loop(
     def resume_s(L):
         return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
 
+    whole = P + steps.cached  # the KV a request holds: its prompt whole, the tokens a prefix-cache hit serves too
     if drained:
-        preempted = drained_charge(limits, N, n_e, limited, P, O, resume_s)
+        preempted = drained_charge(limits, N, n_e, limited, whole, O, resume_s)
     elif kv_full is None:
-        preempted = closed_loop_charge(limits, N, n_e, limited, P, O, resume_s)
+        preempted = closed_loop_charge(limits, N, n_e, limited, whole, O, resume_s)
     else:
-        preempted = saturated_charge(limits, n_e, kv_full, P, O, resume_s)
+        preempted = saturated_charge(limits, n_e, kv_full, whole, O, resume_s)
     t = closed_loop_times(
         pop, step, own, t_pf, n_e if drained else N, O, P, limits, requests, steps.batch_base_s, preempted
     )
@@ -1136,11 +1143,10 @@ def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
     ``bound`` of :func:`admission_grid` (last axis): a Poisson load's engine as its flow-equivalent server
     (:mod:`specsim.serving.arrivals`), whose r(bound) is the full engine's rate a load past capacity is served at."""
     n = admission_grid(np.broadcast_to(bound, np.shape(t_pf)))
-    grid = [on_grid(x, n) for x in (P, O, t_pf, steps.context, steps.acceptance)]
+    grid = [on_grid(x, n) for x in (P, O, t_pf, steps.context, steps.acceptance, steps.cached)]
     users = n.reshape(len(n), -1)  # (gamma, load x grid point), as a closed loop takes its users
-    return _closed_loop(
-        _Steps(steps.dep, grid[4], steps.gamma, grid[3], steps.fixed_lengths), users, *grid[:3], users, "", limits
-    ).requests_per_s.reshape(n.shape)
+    at = _Steps(steps.dep, grid[4], steps.gamma, grid[3], steps.fixed_lengths, grid[5])
+    return _closed_loop(at, users, *grid[:3], users, "", limits).requests_per_s.reshape(n.shape)
 
 
 def offline_times(

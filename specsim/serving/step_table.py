@@ -72,16 +72,27 @@ class StepTable:
             return None
         return np.interp(context, self.contexts, self.verified_table[batch - 1, :, gamma])
 
-    def prefill_s(self, tokens: float, speculating: bool = False) -> float:
+    def prefill_s(self, tokens: float, speculating: bool = False, cached: int = 0) -> float:
+        """The marginal time of prefilling ``tokens`` of a prompt over ``cached`` of its tokens a prefix-cache hit
+        served (:meth:`Deployment.prefill_s`): read off the table's grid without a hit, from the deployment with one."""
         if tokens <= 0:
             return 0.0
-        key = (tokens, speculating)
+        key = (tokens, speculating, cached)
         seconds = self._prefill.get(key)
-        if seconds is None:  # the same prompt lengths and chunk boundaries come back many times in a run
+        if seconds is None and cached:  # (a grid per cached length would be read for a few chunks each: asked instead)
+            seconds = self._prefill[key] = float(self.dep.prefill_s(tokens, draft=speculating, cached_tokens=cached))
+        elif seconds is None:  # the same prompt lengths and chunk boundaries come back many times in a run
             seconds = self._prefill[key] = float(
                 np.interp(tokens, self.prefill_tokens, self.prefill_table_spec if speculating else self.prefill_table)
             )
         return seconds
+
+    def chunk_s(self, upto: int, take: int, speculating: bool, cached: int = 0) -> float:
+        """The marginal time of a prompt's chunk of ``take`` tokens after its first ``upto`` (``cached`` of them served
+        by a prefix-cache hit, the rest prefilled): what extending its prefill by them costs, so that a prompt prefilled
+        in chunks costs its whole prefill once."""
+        done = upto - cached
+        return self.prefill_s(done + take, speculating, cached) - self.prefill_s(done, speculating, cached)
 
 
 def _verified(dep: Deployment, acceptance: object, gammas: np.ndarray, b: np.ndarray, grid: np.ndarray) -> np.ndarray:

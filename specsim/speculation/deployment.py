@@ -661,7 +661,7 @@ class Deployment:
             return t
         return _overhead_share(t, self.draft.n_layers / self.target.n_layers)
 
-    def prefill_s(self, prompt_tokens: object, draft: bool = False) -> np.ndarray:
+    def prefill_s(self, prompt_tokens: object, draft: bool = False, cached_tokens: object = 0) -> np.ndarray:
         """The marginal time of prefilling ``prompt_tokens`` in an iteration that also decodes: t(1, P, 0) - t(1, 1, 0)
         from the step-time source, the first a prompt's pass (its tokens attend causally to each other, the LM head runs
         at its last; checked against passes measured on an H200, benchmarks/validate_iteration_steps.py) and the
@@ -670,18 +670,26 @@ class Deployment:
         calibrate-engine).  With ``draft``, a speculating engine's drafter network (a draft model, an EAGLE or MTP head)
         runs over the same prompt tokens too; ``draft`` may be an array (which prompts' engines speculate).  What chunked
         prefill adds to the iteration it rides in (:mod:`specsim.serving.steady`, the one serving model).
+        ``cached_tokens``: tokens of the same prompt already in the KV cache before these (a prefix-cache hit,
+        :meth:`specsim.serving.limits.EngineLimits.prompt_split`), which the ``prompt_tokens`` attend over and whose KV
+        the pass reads but does not compute: t(1, P, C) - t(1, 1, 0), the same at C = 0.
 
         >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
         >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([0, 1, 1000])]
         [0.0, 0.0, 21.43]
         >>> round(float(dep.prefill_s(1000, draft=True)) * 1e3, 2)
         24.17
+        >>> [round(float(t) * 1e3, 2) for t in dep.prefill_s([1000, 200], cached_tokens=[0, 800])]  # 800 cached
+        [21.43, 0.05]
         """
         p = np.asarray(prompt_tokens, dtype=float)
 
         def marginal(model) -> np.ndarray:
-            base = np.asarray(self.gpu_pass(model, 1, 1, 0).total_s, dtype=float)
-            return np.asarray(self.gpu_pass(model, 1, np.maximum(p, 1.0), 0, prompt=True).total_s, dtype=float) - base
+            base, new = (
+                np.asarray(self.gpu_pass(model, 1, 1, 0).total_s, dtype=float),
+                self.gpu_pass(model, 1, np.maximum(p, 1.0), cached_tokens, prompt=True).total_s,
+            )
+            return np.asarray(new, dtype=float) - base
 
         total = marginal(self.target)
         if self.draft is not None and np.any(draft):
