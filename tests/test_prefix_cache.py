@@ -144,3 +144,18 @@ def test_a_calibration_keeps_its_runs_share_and_the_answers_on_it_take_it_unless
     )
     assert main([*ask, "--prefix-hit", "0"]) == 0
     assert "prefix-cache hit" not in capsys.readouterr().out
+
+
+def test_serve_sim_plays_the_share(capsys):
+    """serve-sim takes --prefix-hit into the simulator: at 4 requests/s of the chat workload (seeded), the plain arm's
+    mean TTFT falls with 0.8 of each prompt cached, and its limits say the share."""
+    import json
+
+    ask = ["serve-sim", "--rate", "4", "--requests", "300", "--workload", "chat", "--json"]
+    assert main(ask) == 0
+    none = json.loads(capsys.readouterr().out)
+    assert main([*ask, "--prefix-hit", "0.8"]) == 0
+    text = capsys.readouterr().out
+    hit = json.loads(text)
+    assert "prefix-cache hit 0.8 of prompt tokens" in text and "prefix-cache hit" not in json.dumps(none)
+    assert hit["off"]["ttft_s"]["mean"] < 0.9 * none["off"]["ttft_s"]["mean"]

@@ -437,6 +437,7 @@ def limits_and_source(args: argparse.Namespace, preset, hardware, offline: bool 
         check_limits(preset, limits, ("--max-batched-tokens", "--max-num-seqs"))
     if getattr(args, "prefix_hit", None) is not None:  # (the limits' label says it where it is not 0)
         limits = replace(limits, prefix_hit=args.prefix_hit)
+        where = f"{where}; the prefix-cache hit share as given" if where and args.prefix_hit else where
     return limits, where, missing
 
 
@@ -707,6 +708,7 @@ def add_serving_args(p: argparse.ArgumentParser, *, lengths: bool = True) -> Non
         default=None,
         help=f"tokens per iteration for decode plus prefill chunks (default: {LIMITS_TOKENS_HELP})",
     )
+    add_prefix_hit_arg(p)
     add_memory_util(p)
     p.add_argument("--slo-ttft-ms", type=positive_number, help="time-to-first-token objective, ms (> 0)")
     p.add_argument("--slo-tpot-ms", type=positive_number, help="time-per-output-token objective, ms (> 0)")
