@@ -159,3 +159,27 @@ def test_serve_sim_plays_the_share(capsys):
     hit = json.loads(text)
     assert "prefix-cache hit 0.8 of prompt tokens" in text and "prefix-cache hit" not in json.dumps(none)
     assert hit["off"]["ttft_s"]["mean"] < 0.9 * none["off"]["ttft_s"]["mean"]
+
+
+def test_calibrate_engine_reads_the_share_from_the_metrics_page(capsys, tmp_path):
+    """Where --prefix-hit is not given, a vLLM /metrics page given for the runs' acceptance gives the share too:
+    vllm:prefix_cache_hits over vllm:prefix_cache_queries (vllm/v1/metrics/loggers.py 0.30.0 L589-606), said as read
+    from there; the page of examples/ without them gives none, and --prefix-hit given wins over the page."""
+    page = tmp_path / "metrics.txt"
+    counters = 'vllm:prefix_cache_queries_total{engine="0"} 4000.0\nvllm:prefix_cache_hits_total{engine="0"} 3000.0\n'
+    page.write_text((REPO / "examples" / "vllm-metrics.txt").read_text() + counters)
+    bench = REPO / "examples" / "bench"
+    argv = ["--plain", str(bench / "guidellm-plain.json"), "--spec", str(bench / "guidellm-eagle3.json")]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.30", "--timing", "roofline"]
+    assert main(["calibrate-engine", *argv, "--metrics", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "prefix cache: 0.75 of each prompt's tokens served from it, not prefilled (metrics.txt: "
+        "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, 3,000 of 4,000 prompt tokens" in out
+    )
+    assert main(["calibrate-engine", *argv, "--metrics", str(REPO / "examples" / "vllm-metrics.txt")]) == 0
+    assert "prefix cache:" not in capsys.readouterr().out
+    assert main(["calibrate-engine", *argv, "--metrics", str(page), "--prefix-hit", "0.5"]) == 0
+    assert "prefix cache: 0.5 of each prompt's tokens served from it, not prefilled (--prefix-hit)" in (
+        capsys.readouterr().out
+    )

@@ -102,6 +102,23 @@ def _inputs(args: argparse.Namespace) -> tuple:
     return runs, files, notes, args.hardware, served_target(args.target, runs), args.draft, args.tp, None, engine
 
 
+def _prefix_hit(args: argparse.Namespace, engine) -> tuple | None:
+    """(the share of the runs' prompt tokens their prefix cache served, where from): --prefix-hit as given, else the
+    --metrics page's prefix-cache counters where the engine's release names them and the page shows them, else None."""
+    from specsim.engines import metric_names
+    from specsim.speculation.metrics import prefix_hit_from_page
+
+    if args.prefix_hit is not None:
+        return args.prefix_hit, "--prefix-hit"
+    if not args.metrics:
+        return None
+    try:
+        names = metric_names(engine)[0]
+    except ValueError:  # an engine or release without metrics specsim has read: no share from the page
+        return None
+    return prefix_hit_from_page(args.metrics, names)
+
+
 def run_calibrate_engine(args: argparse.Namespace) -> int:
     from specsim.calibration.engine_calibration import calibrate_engine, past_max_num_seqs
     from specsim.cli.flags import engine_limits
@@ -142,7 +159,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             weight_dtype=args.weight_dtype,
             kv_dtype=args.kv_dtype,
             limits=limits,
-            prefix_hit=None if args.prefix_hit is None else (args.prefix_hit, "--prefix-hit"),
+            prefix_hit=_prefix_hit(args, engine),
             memory_utilization=args.memory_util,
             done=done,
         )
@@ -455,7 +472,9 @@ def _parser_calibrate_engine(sub) -> None:
     p.add_argument(
         "--metrics",
         metavar="FILE",
-        help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length",
+        help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length, and "
+        "for the share of prompt tokens the prefix cache served where --prefix-hit is not given (vLLM's "
+        "prefix_cache_hits over prefix_cache_queries, since the server started)",
     )
     from specsim.cli.flags import LIMITS_SEQS_HELP as SEQS
     from specsim.cli.flags import LIMITS_TOKENS_HELP as TOK

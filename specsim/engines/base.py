@@ -606,6 +606,10 @@ class MetricNames:
     accept_length_gauge: str | None = None  #: mean acceptance length over the engine's last logging window
     gamma_gauge: str | None = None  #: the draft length in use (a gauge)
     gamma_info: tuple | None = None  #: (info gauge, label) whose label holds the configured draft length
+    #: Prompt tokens looked up in the prefix cache and those it served (counters): the share of prompt tokens the
+    #: cache served since the server started (:func:`specsim.speculation.metrics.prefix_hit_from_page`).
+    prefix_cache_queries: str | None = None
+    prefix_cache_hits: str | None = None
     #: Each finished request's generated tokens, a histogram (its name, without ``_bucket``): how unequal the requests
     #: a window's acceptance averages over are (:func:`specsim.watch.windows.effective_requests`).
     generation_histogram: str | None = None

@@ -178,6 +178,12 @@ _VLLM_NAMES = dict(
     accepted="vllm:spec_decode_num_accepted_tokens_total",
     accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
     position_label="position",
+    # Counters of prompt tokens queried in the prefix cache and of those it held ("Prefix cache queries, in terms of
+    # number of queried tokens", "Prefix cache hits, in terms of number of cached tokens": vllm/v1/metrics/loggers.py
+    # 0.30.0 L589-606, 0.34.0 L661-680, read at every x.y.0 from 0.30.0 to 0.34.0; earlier releases not read here, a
+    # page without them gives no share).
+    prefix_cache_queries="vllm:prefix_cache_queries_total",
+    prefix_cache_hits="vllm:prefix_cache_hits_total",
     # Observed once per finished request beside request_success (loggers.py: 0.10.0 L317 and L557, 0.33.0 L875 and
     # L1321; every x.y.0 from 0.10.0 to 0.33.0 read), labels model_name and engine; edges build_1_2_5_buckets
     # (max_model_len) through 0.29.0, histogram_buckets("request_tokens") from 0.30.0 (the same unless

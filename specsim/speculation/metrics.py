@@ -412,6 +412,42 @@ def read_metrics_file(path: str | Path, model_name: str | None = None) -> Accept
     return acceptance_from_prometheus(text, source=name, model_name=model_name)
 
 
+def prefix_hit_from_page(path: str | Path, names) -> tuple[float, str] | None:
+    """(the share of prompt tokens the prefix cache served, where it comes from) on a saved ``/metrics`` page, from
+    ``names``' counters (:class:`specsim.engines.base.MetricNames` ``prefix_cache_hits`` over ``prefix_cache_queries``,
+    summed over the page's engines and models: since the server started, every run it served and its warm-up
+    included); None where the release names none, the page shows neither or nothing was queried.
+
+    >>> import pathlib, tempfile
+    >>> from specsim.engines import metric_names
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "m.txt"
+    >>> _ = f.write_text("vllm:prefix_cache_queries_total 1000.0\\nvllm:prefix_cache_hits_total 800.0\\n")
+    >>> prefix_hit_from_page(f, metric_names("vllm@0.30.0")[0])[0]
+    0.8
+    """
+    if names.prefix_cache_queries is None or names.prefix_cache_hits is None:
+        return None
+    name, text = _page(path)
+    sums = {names.prefix_cache_queries: 0.0, names.prefix_cache_hits: 0.0}
+    seen = set()
+    for key, _, value in parse_prometheus(text, name):
+        if key in sums:
+            check_count(name, key, value)
+            sums[key] += value
+            seen.add(key)
+    queries, hits = sums[names.prefix_cache_queries], sums[names.prefix_cache_hits]
+    if len(seen) < 2 or queries <= 0:
+        return None
+    if hits > queries:
+        raise ValueError(
+            f"{name}: {names.prefix_cache_hits} ({hits:g}) exceeds {names.prefix_cache_queries} ({queries:g})"
+        )
+    said = (
+        f"{name}: {names.prefix_cache_hits} / {names.prefix_cache_queries}, {hits:,.0f} of {queries:,.0f} prompt tokens"
+    )
+    return hits / queries, said + " since the server started"
+
+
 def read_capture(path: str | Path) -> tuple[str, list, list]:
     """(file name, samples, their stamps in seconds) of a saved capture of several scrapes: an OpenMetrics file with
     time stamps (what ``specsim replay --out`` writes, what ``promtool tsdb create-blocks-from openmetrics`` reads) or
