@@ -74,7 +74,7 @@ class SpecSetup:
     """What a speculative run ran with: draft steps per round, tokens per step, tokens verified per sequence, the
     acceptance length the engine was made to produce (None: real acceptance), the sweep its acceptance is shared
     with (set by :func:`group_sweeps` or a bench plan), and the standard deviation of the acceptance rate across its
-    prompts (what an offline batch's slowest request waits for, :func:`specsim.serving.steady.decode_rounds_spread`;
+    prompts (what an offline batch's slowest request waits for, :func:`specsim.serving.rounds.decode_rounds_spread`;
     0: every prompt alike)."""
 
     steps: int

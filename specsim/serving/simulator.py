@@ -578,7 +578,7 @@ def simulate(
     acceptance_spread : float
         The standard deviation of the acceptance rate across the requests' prompts: each request draws its own rate,
         the rate plus that times a standard normal, kept in [0, 1] (0: every request draws from the one rate; needs one
-        rate, not one per position, and no ``acceptance_changes``).  :func:`specsim.serving.steady.decode_rounds_spread`
+        rate, not one per position, and no ``acceptance_changes``).  :func:`specsim.serving.rounds.decode_rounds_spread`
         is the same model.
     """
     rng = np.random.default_rng(0) if rng is None else rng

@@ -266,7 +266,7 @@ def prompt_spread(accept_lengths: object, tokens: object, gamma: int) -> tuple[f
     gives its own rate; their variance, less what chance alone gives a rate measured over that many tokens (a
     request's acceptance length varies by E Var X / tokens, X the tokens of one round, carried to the rate through
     dE / d alpha), is the prompts' own.  What an offline batch's slowest request waits for
-    (:func:`specsim.serving.steady.decode_rounds_spread`); 0 where chance explains all of the variance.
+    (:func:`specsim.serving.rounds.decode_rounds_spread`); 0 where chance explains all of the variance.
 
     >>> rng = np.random.default_rng(0)
     >>> a = np.clip(0.6 + 0.1 * rng.standard_normal(4000), 0, 1)
