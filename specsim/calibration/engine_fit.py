@@ -300,10 +300,12 @@ class _Stage:
                         if side == "upper" and p.name == "overlap_share"
                         else "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
                         + (
-                            # Prompts the engine found in its prefix cache cost it no prefill; specsim charges them all.
+                            # Prompts the engine found in its prefix cache cost it no prefill; specsim charges them
+                            # all unless told the share (EngineLimits.prompt_split).
                             ", and whether the engine served the prompts in part from its prefix cache (vLLM's is on "
                             "by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
-                            "conversation's history), which specsim does not model: it charges every prompt token"
+                            "conversation's history): specsim charges every prompt token unless --prefix-hit gives "
+                            "the share it served"
                             if p.name == "prefill_scale"
                             else ""
                         )

@@ -598,7 +598,8 @@ def _kept_up_said(runs: list) -> str:
         f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate and the "
         "model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache "
         "(vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
-        "conversation's history), which specsim does not model; check --hardware, --engine, --tp and the dtypes too"
+        "conversation's history), which specsim charges in full unless --prefix-hit gives the share it served; check "
+        "--hardware, --engine, --tp and the dtypes too"
     )
 
 
