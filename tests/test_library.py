@@ -347,11 +347,11 @@ def test_compare(capsys):
     error = answer.model_error.record()
     assert lib == [
         r
-        | {"verdict": v, "model_error": error, "at_largest_batch": largest, "context_tokens": 1128}
-        | {"context_basis": "given"}
+        | {"verdict": v, "on_the_line": line, "model_error": error, "at_largest_batch": largest}
+        | {"context_tokens": 1128, "context_basis": "given"}
         | rates
         | {"provenance": dep.provenance(), "deployment": dep.identity()}
-        for r, v in zip(records, answer.verdicts())
+        for r, v, line in zip(records, answer.verdicts(), answer.on_the_line())
     ]
     assert printed == as_json(lib)
 
