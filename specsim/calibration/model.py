@@ -314,15 +314,20 @@ class RunModel:
 
     def _passes(self, values: Values) -> dict:
         """The GPU parts that depend only on the efficiency scale and the held batches: decode steps at each run's
-        batch and own batch, the base pass, a prompt's marginal time (target, and with the draft), cached."""
+        batch, own batch and nudged batch (:func:`_nudged`), the base pass, a prompt's marginal time (target, and with the draft), cached."""
         key = ("passes", round(float(values.scale), 12))
         if key not in self._cache:
             dep = self.deployment(Values(scale=values.scale))
-            both = np.concatenate([np.maximum(self.batch, 1.0), np.maximum(self.batch_own, 1.0)])
-            ctx = np.concatenate([self.context, self.context])
-            decode = np.asarray(dep.decode(both, ctx).total_s, dtype=float)
+            b = np.maximum(self.batch, 1.0)
+            both = np.concatenate([b, np.maximum(self.batch_own, 1.0), _nudged(b)])
+            decode = np.asarray(dep.decode(both, np.concatenate([self.context] * 3)).total_s, dtype=float)
             n = len(self.runs)
-            self._cache[key] = {"decode": decode[:n], "decode_own": decode[n:], **self._prompts(dep, values.scale)}
+            self._cache[key] = {
+                "decode": decode[:n],
+                "decode_own": decode[n : 2 * n],
+                "decode_up": decode[2 * n :],
+                **self._prompts(dep, values.scale),
+            }
         return self._cache[key]
 
     def _prompts(self, dep, scale: float) -> dict:
@@ -343,8 +348,8 @@ class RunModel:
         return _kept(self._prompt_passes, scale, make, 64)
 
     def _rounds(self, values: Values, index: np.ndarray) -> list:
-        """Speculative rounds of runs ``index`` at their batches and own batches (passes with the iteration terms,
-        without the host work), one group per draft width, cached per scale and iteration terms."""
+        """Speculative rounds of runs ``index`` at their batches, own batches and nudged batches (passes with the
+        iteration terms, without the host work), one group per draft width, cached per scale and iteration terms."""
         key = ("rounds", round(float(values.scale), 12), values.iteration_s, values.iteration_seq_s, tuple(index))
         if key not in self._cache:
             dep = self.deployment(dataclasses.replace(values, host=SpecHost(), share=None, alphas=()))
@@ -352,34 +357,37 @@ class RunModel:
             for w in np.unique(self.topk[index]):
                 j = np.flatnonzero(self.topk[index] == w)
                 i = index[j]
-                b = np.concatenate([np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)])
+                held = np.maximum(self.batch[i], 1.0)
+                b = np.concatenate([held, np.maximum(self.batch_own[i], 1.0), _nudged(held)])
                 r = dep.round_time(
                     b,
-                    np.concatenate([self.context[i]] * 2),
-                    np.concatenate([self.steps[i]] * 2),
+                    np.concatenate([self.context[i]] * 3),
+                    np.concatenate([self.steps[i]] * 3),
                     w,
-                    np.concatenate([self.verify[i]] * 2),
+                    np.concatenate([self.verify[i]] * 3),
                 )
                 groups.append((j, w, b, r))
             self._cache[key] = groups
         return self._cache[key]
 
-    def steps_s(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(step at the batch, step at the own batch) of runs ``index``: a decode step with the engine's iteration terms,
-        or a round with its host work composed by the round itself (serial, or hidden as the engine version hides it)."""
+    def steps_s(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(step at the batch, step at the own batch, step at the nudged batch) of runs ``index``: a decode step with the
+        engine's iteration terms, or a round with its host work composed by the round itself (serial, or hidden as the
+        engine version hides it)."""
         p = self._passes(values)
         b, own_b = np.maximum(self.batch[index], 1.0), np.maximum(self.batch_own[index], 1.0)
         step = p["decode"][index] + values.iteration_s + values.iteration_seq_s * b
         own = p["decode_own"][index] + values.iteration_s + values.iteration_seq_s * own_b
+        up = p["decode_up"][index] + values.iteration_s + values.iteration_seq_s * _nudged(b)
         spec = np.flatnonzero(self.steps[index] > 0)
         if spec.size:
             dep = self.deployment(values)
             for j, w, bb, r in self._rounds(values, index[spec]):
-                host, hidden = dep.round_host(bb, np.concatenate([self.steps[index[spec][j]]] * 2), w)
+                host, hidden = dep.round_host(bb, np.concatenate([self.steps[index[spec][j]]] * 3), w)
                 total = np.asarray(r.with_host(host, hidden).total_s, dtype=float)
                 n = j.size
-                step[spec[j]], own[spec[j]] = total[:n], total[n:]
-        return step, own
+                step[spec[j]], own[spec[j]], up[spec[j]] = total[:n], total[n : 2 * n], total[2 * n :]
+        return step, own, up
 
     def times(self, values: Values, index: np.ndarray) -> dict:
         """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``, the last
@@ -398,7 +406,7 @@ class RunModel:
         out["past"] = np.zeros(index.size, dtype=bool)
         if not index.size:
             return out
-        step, own_at = self.steps_s(values, index)
+        step, own_at, up = self.steps_s(values, index)
         p = self._passes(values)
         t_pf = p["prefill"][index] / values.prefill_scale
         base = p["base"] + values.iteration_s + values.iteration_seq_s
@@ -412,7 +420,7 @@ class RunModel:
             if k in ("concurrency", "drain"):
                 t = self._closed_times(values, i, k, *parts)
             elif k == "rate":
-                t = self._rate_times(values, i, *parts)
+                t = self._rate_times(values, i, up[sel], *parts)
                 out["past"][sel] = t.pop("past")
             else:
                 alpha, al = self.acceptance(values.alphas, i)
@@ -482,34 +490,60 @@ class RunModel:
             )
         return t
 
-    def _rate_times(self, values: Values, i: np.ndarray, step, own_at, t_pf, base, batch_base) -> dict:
-        """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`),
-        and where it is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`, the wait for
-        admission left out as the fit leaves it out) or was at the last settle (:attr:`full`), the full engine's
-        (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where."""
-        lam, D = self.load[i], self.rounds(values.alphas, i)
-        left = np.maximum(self.limits.prefill_budget(self.batch[i], self.steps[i]), 1.0)
-        k_p = np.maximum(np.ceil(self.prefilled[i] / left), 1.0)
+    def _rate_times(self, values: Values, i: np.ndarray, up, step, own_at, t_pf, base, batch_base) -> dict:
+        """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`)
+        at its own fixed point, and where that is past what the engine serves (:func:`~specsim.serving.steady.
+        past_capacity`, the wait for admission left out as the fit leaves it out), the full engine's
+        (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where.
+
+        The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's at
+        the step at b, the step taken linear in b about the held batch (its slope from the step there and at the nudged
+        batch, :func:`_nudged`).  Near capacity b feeds back steeply on its own step, so a batch held between settles
+        left the residual nearly blind to the terms there (a fit of runs at 0.5-0.98x capacity made at known terms
+        ended at scale 1, not identified, its runs' TPOT up to 49% off); settling re-centres the line on the solution."""
+        lam, D, N_e = self.load[i], self.rounds(values.alphas, i), self.in_engine[i]
+        held, own_held = np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)
+        slope = (up - step) / (_nudged(held) - held)
         apart = (batch_base, self.prefilled[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
-        own = own_step_s(self.batch_own[i], own_at, step, base)
-        t = open_loop_times(lam, D, step, own, t_pf, k_p, self.output[i], apart)
+
+        def step_at(b, k=slice(None)):  # the step at b sequences (and at the own batch), linear about the held ones
+            return step[k] + slope[k] * (b - held[k]), own_at[k] + slope[k] * (b - own_held[k])
+
+        def implied(b):  # the batch the open loop whose step is at b implies: 1 + lambda D t_dec
+            s = step_at(b)[0]
+            return 1.0 + lam * D * open_loop_times(lam, D, s, s, t_pf, 1.0, self.output[i], apart)["itl_s"]
+
+        # Newton on b (exact in one step but for prefill batches run apart); none where b grows faster than the batch
+        # it implies: no fixed point, past capacity.
+        b = held
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            for _ in range(_NEWTON if apart is not None else 1):
+                now = implied(b)
+                drop = 1.0 - (implied(b + 1.0) - now)
+                b = np.where(np.isfinite(now) & (drop > 0.0), np.maximum(b + (now - b) / drop, 1.0), np.inf)
+        at = np.minimum(b, N_e)
+        others = np.minimum(b - 1.0, N_e)  # the others an arrival finds, lambda D t_dec (steady._open_loop)
+        s, s_own = step_at(at)[0], step_at(np.maximum(others, 1.0))[1]
+        left = np.maximum(self.limits.prefill_budget(at, self.steps[i]), 1.0)
+        k_p = np.maximum(np.ceil(self.prefilled[i] / left), 1.0)
+        t = open_loop_times(lam, D, s, own_step_s(others, s_own, s, base), t_pf, k_p, self.output[i], apart)
         t_dec = t["itl_s"]
         with np.errstate(invalid="ignore"):
-            b = 1.0 + lam * D * t_dec
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
             extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
-            past = self.full[i] | past_capacity(
-                lam * t_pf,
-                b,
-                self.in_engine[i],
-                lam * self.prefilled[i] * t_dec,
-                budget,
-                iteration_s(step, extra),
-                t_dec,
+            past = past_capacity(
+                lam * t_pf, b, N_e, lam * self.prefilled[i] * t_dec, budget, iteration_s(s, extra), t_dec
             )
         if past.any():
             j = np.flatnonzero(past)
-            parts = (step[j], own_at[j], t_pf[j], base, batch_base[j])
+            pop = self.population(values.alphas, i[j])  # the full engine's steps, at its population's batches
+            parts = (
+                step_at(pop.batch, j)[0],
+                step_at(np.maximum(pop.batch_own, 1.0), j)[1],
+                t_pf[j],
+                base,
+                batch_base[j],
+            )
             full = self._closed_times(values, i[j], "full", *parts)
             for key in t:
                 t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
@@ -580,6 +614,16 @@ class RunModel:
             has = np.isfinite(self.ttft[index]) & self.alone[index]
             res = np.concatenate([res, ttft_weight * (t["ttft_s"][has] / self.ttft[index][has] - 1.0)])
         return res
+
+
+#: Newton steps on a rate run's batch where prefill batches run apart (elsewhere one is exact: the step is linear in b).
+_NEWTON = 4
+
+
+def _nudged(batch: np.ndarray) -> np.ndarray:
+    """The batch a rate run's step is also computed at, for its slope in the batch (:meth:`RunModel._rate_times`): 5%
+    or one sequence more, whichever is more (a secant across the span a settle moves the batch, not a derivative)."""
+    return batch + np.maximum(1.0, 0.05 * batch)
 
 
 def _arm(c) -> str:
