@@ -2561,24 +2561,28 @@ def test_a_fit_that_fitted_nothing_says_so_and_its_file_is_not_called_fitted(tmp
     assert not engine.basis.startswith("fitted by")
 
 
-def test_rate_runs_near_capacity_made_by_the_serving_model_give_back_its_terms():
+@pytest.mark.parametrize("engine", ["vllm@0.20.0", "sglang@0.5"])
+def test_rate_runs_near_capacity_made_by_the_serving_model_give_back_its_terms(engine):
     """Runs made by the answers' own serving model (steady_state) at known terms (efficiency scale 0.85, 0.4 ms an
-    iteration; H100, Llama-3.1-8B, vLLM 0.20.0, 1,000 + 256 tokens): closed loops of 1-64 users and Poisson rates at 0.5,
-    0.9 and 0.98 of the capacity at those terms.  Near capacity an open loop's batch 1 + lambda D t_dec feeds back
-    steeply on its own step; held between settles it left the residual nearly blind to the terms (scale 1, not
-    identified, 1.68 ms, the rate runs' TPOT 11-49% under).  No noise: the fit gives them back to 1e-4."""
+    iteration; H100, Llama-3.1-8B, 1,000 + 256 tokens, the engine's own limits: SGLang runs its prefill batches apart):
+    closed loops of 1-64 users and Poisson rates at 0.5, 0.9 and 0.98 of the capacity at those terms.  Near capacity an
+    open loop's batch 1 + lambda D t_dec feeds back steeply on its own step; held between settles it left the residual
+    nearly blind to the terms (vLLM: scale 1, not identified, 1.68 ms, the rate runs' TPOT 11-49% under).  No noise:
+    the fit gives them back to 1e-4."""
+    from specsim.serving.limits import engine_limits
     from specsim.serving.steady import steady_state
 
-    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine="vllm@0.20.0", decode_only=True)
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine=engine, decode_only=True)
+    limits = engine_limits(dep.engine, dep.hardware)[0]
     P, O = 1000.0, 256.0
     truth = Values(0.85, 0.4e-3, 0.0, 1.0, dep.engine.spec, None, ())
-    probe = RunModel(dep, [CalRun(BenchRun("x", 1, "vllm", None, "concurrency 1", 200, 1.0, None, P, O, None))])
-    at_truth, limits = probe.deployment(truth), probe.limits
+    probe = RunModel(dep, [CalRun(BenchRun("x", 1, "vllm", None, "concurrency 1", 200, 1.0, None, P, O, None))], limits)
+    at_truth = probe.deployment(truth)
 
     def state(load, kind):
         return steady_state(at_truth, 0.8, [0], [load], P, O, kind, limits, fixed_lengths=True, requests=200)
 
-    capacity = float(state(1e4, "rate").requests_per_s[0, 0])  # 21.9/s
+    capacity = float(state(1e4, "rate").requests_per_s[0, 0])  # 21.9/s (vLLM), 25.1/s (SGLang)
     runs = []
     for n, (kind, load) in enumerate([("concurrency", c) for c in (1, 4, 16, 64)] + [
         ("rate", round(m * capacity, 4)) for m in (0.5, 0.9, 0.98)
@@ -2591,7 +2595,7 @@ def test_rate_runs_near_capacity_made_by_the_serving_model_give_back_its_terms()
             "x.jsonl", n + 1, "vllm", None, label, 200, tpot, None, P, O, None, kind=kind, load_value=load
         )
         runs.append(CalRun(record))
-    fit = fit_engine(dep, runs, intervals=False)
+    fit = fit_engine(dep, runs, intervals=False, limits=limits)
     assert fit.values.scale == pytest.approx(0.85, rel=1e-4)
     assert fit.values.iteration_s == pytest.approx(0.4e-3, rel=1e-4)
     assert fit.terms["scale"].status == "fitted"

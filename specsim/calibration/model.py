@@ -13,9 +13,10 @@ predicted from what a user would know before running it.
 What a fit varies (:class:`Values`): the profile's efficiency scale (roofline and hybrid sources), the engine's time per
 iteration and per sequence of it, its prefill efficiency, the host terms of a speculative round and the share of them
 an overlapping engine hides, and one acceptance rate per sweep whose acceptance is not recorded.  The GPU passes at a
-run's batch are computed once per efficiency scale and reused; the batches themselves depend on the acceptance and (for
-Poisson arrivals) on the times only weakly, so they are held between fits and settled again after each
-(:meth:`RunModel.settle`).  A run at a rate past what the engine serves there
+run's batch are computed once per efficiency scale and reused; a closed loop's and an offline batch's batches depend on
+the acceptance only, so they are held between fits and settled again after each (:meth:`RunModel.settle`).  Poisson
+arrivals' batch feeds back on its own step, steeply near capacity: it is solved at every evaluation, the step taken
+linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run at a rate past what the engine serves there
 (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers time it, as the full engine: the closed loop of
 the N_e it holds, whose queue never runs dry (charged :func:`~specsim.serving.preemption.saturated_charge`), its TTFT
 and end-to-end latency inf (not fitted).
@@ -240,8 +241,8 @@ class RunModel:
     def settle(self, values: Values) -> None:
         """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
         ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
-        and their own prompts' iterations lambda D t_dec, the others an arrival finds (three passes of the fixed
-        point); where that fixed point is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`),
+        and their own prompts' iterations lambda D t_dec, the others an arrival finds (where the line of the step that
+        :meth:`_rate_times` solves on is centred; three passes); where that fixed point is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`),
         the full engine's, the closed loop of the N_e it holds (:attr:`full`), as the answers at a rate take it."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
@@ -622,8 +623,10 @@ _NEWTON = 4
 
 def _nudged(batch: np.ndarray) -> np.ndarray:
     """The batch a rate run's step is also computed at, for its slope in the batch (:meth:`RunModel._rate_times`): 5%
-    or one sequence more, whichever is more (a secant across the span a settle moves the batch, not a derivative)."""
-    return batch + np.maximum(1.0, 0.05 * batch)
+    or one sequence fewer, whichever is more (a secant across the span a settle moves the batch, not a derivative), one
+    more below two.  Below, not above: no batch past those the run model holds is asked of the step-time source (a
+    kernel table measured up to the engine's max_num_seqs would answer past it from the roofline, and note it)."""
+    return np.where(batch >= 2.0, batch - np.maximum(1.0, 0.05 * batch), batch + 1.0)
 
 
 def _arm(c) -> str:
