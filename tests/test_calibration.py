@@ -2541,14 +2541,16 @@ DO_GTC = Path(__file__).parent / "data" / "do-gtc-2026"
 
 def test_a_fit_that_fitted_nothing_says_so_and_its_file_is_not_called_fitted(tmp_path, capsys):
     """Real runs the model cannot reach (a multi-turn workload served largely from vLLM's prefix cache,
-    tests/data/do-gtc-2026): every term ends on a bound or is held, and no acceptance is fitted.  The output said "use:
-    specsim optimal-gamma --calibration" and the file's profile "fitted by calibrate-engine", though it answers with the
-    preset's terms: now a warning says nothing was fitted, the file's profile and every answer's basis say it."""
+    tests/data/do-gtc-2026, served on an H200) given as an H100's: every term ends on a bound or is held, and no
+    acceptance is fitted.  The output said "use: specsim optimal-gamma --calibration" and the file's profile "fitted by
+    calibrate-engine", though it answers with the preset's terms: now a warning says nothing was fitted, the file's
+    profile and every answer's basis say it.  (As the H200's they were not reached either while each rate run's batch
+    was held between settles; solved at each evaluation, a prefill efficiency of x3.1 reaches them within 3%.)"""
     from specsim.calibration.file import read_calibration
 
     out = tmp_path / "cal.yaml"
     argv = ["calibrate-engine", "--plain", *(str(DO_GTC / f"rate-{r}.json") for r in ("0.5", "0.75", "1.0"))]
-    argv += ["--hardware", "h200", "--target", "llama-3.1-70b", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    argv += ["--hardware", "h100", "--target", "llama-3.1-70b", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
     assert main([*argv, "--engine", "vllm@0.14.1", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "warning: nothing was fitted: every term is held at vllm@0.14's preset or not identified" in text
