@@ -16,10 +16,10 @@ an overlapping engine hides, and one acceptance rate per sweep whose acceptance 
 run's batch are computed once per efficiency scale and reused; a closed loop's and an offline batch's batches depend on
 the acceptance only, so they are held between fits and settled again after each (:meth:`RunModel.settle`).  Poisson
 arrivals' batch feeds back on its own step, steeply near capacity: it is solved at every evaluation, the step taken
-linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run at a rate past what the engine serves there
-(:func:`~specsim.serving.steady.past_capacity`) is timed as the answers time it, as the full engine: the closed loop of
-the N_e it holds, whose queue never runs dry (charged :func:`~specsim.serving.preemption.saturated_charge`), its TTFT
-and end-to-end latency inf (not fitted).
+linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run
+at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
+time it, as the full engine: the closed loop of the N_e it holds, whose queue never runs dry (charged
+:func:`~specsim.serving.preemption.saturated_charge`), its TTFT and end-to-end latency inf (not fitted).
 """
 
 from __future__ import annotations
@@ -242,8 +242,9 @@ class RunModel:
         """Hold each run's decode batch (and that of the iterations carrying its own prompt) at the serving model's for
         ``values``: a closed loop's from its population, an offline batch its wave, Poisson arrivals' 1 + lambda D t_dec
         and their own prompts' iterations lambda D t_dec, the others an arrival finds (where the line of the step that
-        :meth:`_rate_times` solves on is centred; three passes); where that fixed point is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`),
-        the full engine's, the closed loop of the N_e it holds (:attr:`full`), as the answers at a rate take it."""
+        :meth:`_rate_times` solves on is centred; three passes); where that fixed point is past what the engine serves
+        (:func:`~specsim.serving.steady.past_capacity`), the full engine's, the closed loop of the N_e it holds
+        (:attr:`full`), as the answers at a rate take it."""
         everything = np.arange(len(self.runs))
         batch, own = self.batch.copy(), self.batch_own.copy()
         full = np.zeros(len(self.runs), dtype=bool)
@@ -315,7 +316,8 @@ class RunModel:
 
     def _passes(self, values: Values) -> dict:
         """The GPU parts that depend only on the efficiency scale and the held batches: decode steps at each run's
-        batch, own batch and nudged batch (:func:`_nudged`), the base pass, a prompt's marginal time (target, and with the draft), cached."""
+        batch, own batch and nudged batch (:func:`_nudged`), the base pass, a prompt's marginal time (target, and with
+        the draft), cached."""
         key = ("passes", round(float(values.scale), 12))
         if key not in self._cache:
             dep = self.deployment(Values(scale=values.scale))
@@ -372,9 +374,9 @@ class RunModel:
         return self._cache[key]
 
     def steps_s(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(step at the batch, step at the own batch, step at the nudged batch) of runs ``index``: a decode step with the
-        engine's iteration terms, or a round with its host work composed by the round itself (serial, or hidden as the
-        engine version hides it)."""
+        """(step at the batch, step at the own batch, step at the nudged batch) of runs ``index``: a decode step with
+        the engine's iteration terms, or a round with its host work composed by the round itself (serial, or hidden as
+        the engine version hides it)."""
         p = self._passes(values)
         b, own_b = np.maximum(self.batch[index], 1.0), np.maximum(self.batch_own[index], 1.0)
         step = p["decode"][index] + values.iteration_s + values.iteration_seq_s * b
@@ -497,11 +499,12 @@ class RunModel:
         past_capacity`, the wait for admission left out as the fit leaves it out), the full engine's
         (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where.
 
-        The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's at
-        the step at b, the step taken linear in b about the held batch (its slope from the step there and at the nudged
-        batch, :func:`_nudged`).  Near capacity b feeds back steeply on its own step, so a batch held between settles
-        left the residual nearly blind to the terms there (a fit of runs at 0.5-0.98x capacity made at known terms
-        ended at scale 1, not identified, its runs' TPOT up to 49% off); settling re-centres the line on the solution."""
+        The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's
+        at the step at b, the step taken linear in b about the held batch (its slope from the step there and at the
+        nudged batch, :func:`_nudged`).  Near capacity b feeds back steeply on its own step, so a batch held between
+        settles left the residual nearly blind to the terms there (a fit of runs at 0.5-0.98x capacity made at known
+        terms ended at scale 1, not identified, its runs' TPOT up to 49% off); settling re-centres the line on the
+        solution."""
         lam, D, N_e = self.load[i], self.rounds(values.alphas, i), self.in_engine[i]
         held, own_held = np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)
         slope = (up - step) / (_nudged(held) - held)
