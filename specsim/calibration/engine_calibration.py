@@ -459,6 +459,25 @@ def nothing_fitted_said(preset_key: str) -> str:
     )
 
 
+def prompts_past_peak_said(fit, dep) -> str | None:
+    """A warning where the fitted prefill efficiency has the prompts run faster than the GPU's datasheet peak computes
+    them (the roofline's prompts, ``--timing roofline`` or ``hybrid``: the prefill efficiency times the fitted profile's
+    compute efficiency above 1), as an engine that served part of each prompt from its prefix cache does: a datasheet
+    peak is an estimate, so the fit is kept and said, not refused; None elsewhere."""
+    from specsim.calibration.model import _scales
+
+    term, hw = fit.terms.get("prefill_scale"), fit.deployment.hardware
+    if term is None or term.status != "fitted" or not _scales(dep.source) or term.value * hw.compute_eff <= 1.0:
+        return None
+    return (
+        f"prefill efficiency x{term.value:.2f} fitted: the prompts ran {term.value * hw.compute_eff:.2f}x as fast as "
+        f"{hw.name}'s datasheet peak computes them (at the fitted compute efficiency {hw.compute_eff:.2f}), as where "
+        "the engine served part of each prompt from its prefix cache (vLLM's is on by default, vllm/config/cache.py "
+        "0.34.0 L267; a multi-turn benchmark resends each conversation's history): give that share with --prefix-hit "
+        "(or a vLLM /metrics page counting vllm:prefix_cache_hits with --metrics), or check --hardware and the dtypes"
+    )
+
+
 def calibrate_engine(
     runs: list,
     files: list,
@@ -581,6 +600,9 @@ def calibrate_engine(
 
     if not fitted_any(fit.terms | fit.acceptance):
         fit = dataclasses.replace(fit, warnings=[*fit.warnings, nothing_fitted_said(dep.engine.key)])
+    past_peak = prompts_past_peak_said(fit, dep)
+    if past_peak:
+        fit = dataclasses.replace(fit, warnings=[*fit.warnings, past_peak])
     return EngineCalibration(
         fit,
         dep,
