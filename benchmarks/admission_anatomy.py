@@ -22,11 +22,21 @@ the engine holds (N_e).  For each row this prints:
   the chain's.  A process whose jumps are single arrivals and departures meets lambda pi(n - 1) = mu(n) pi(n) with its
   own mu(n) (level crossing), so these rates are the whole of where the chain's distribution and the simulator's part.
 
+With ``--parts N`` (seeds 0 to N - 1 of ``--requests`` arrivals), per row instead: a TTFT's three parts in the steady
+state and in the simulator, over the arrivals of the middle half.  The simulator's are read per request from its
+engine loop (its ``_Engine.admit`` wrapped in this process, which records the loop's time at each call and when each
+request leaves the queue; the simulator's result keeps neither): the rest of the iteration it lands in (from its arrival
+to the first pass of the loop at or after it), its wait for admission (from there to its admission) and its own prefill
+(from there to its first token).  The steady state's: :attr:`SteadyState.admission_s`; the landed part
+``OPEN_LOOP_WAIT busy E[T^2]/E[T]`` (:func:`specsim.serving.arrivals.landed_iteration_s`), its busy fraction 1 - exp(-lambda
+(D t_dec + k_p t_own)) solved for k_p t_own from the rest of its TTFT (:func:`specsim.serving.steady.open_loop_times`).
+
 With ``--full N``, per case and arm instead: the simulator's full engine with a queue standing (N Poisson arrivals at 1.3
 x r(c), seed 0; the requests finishing between the N/4-th and the 3N/4-th finish over that span) against r(c), the rate
 the chain gives the engine past its bound.
 
     python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR] [--full 2000]
+    [--parts 8]
 """
 
 from __future__ import annotations
@@ -195,6 +205,75 @@ def full_engine(k: int, requests: int, cache) -> None:
         )
 
 
+def _recording():
+    """Wrap the simulator's ``_Engine.admit`` in this process to record, per engine, the loop's time at each call and
+    each request's admission (the module's docstring, ``--parts``); returns the list each engine's record joins."""
+    import specsim.serving.simulator as simulator
+
+    records, admit = [], simulator._Engine.admit
+
+    def recorded(engine) -> None:
+        if not records or records[-1][0] is not engine:
+            records.append((engine, [], {}))
+        _, ticks, admitted = records[-1]
+        ticks.append(engine.t)
+        before = list(engine.waiting)
+        admit(engine)
+        for i in before[: len(before) - len(engine.waiting)]:  # first come, first served: the queue's head left
+            admitted.setdefault(i, engine.t)
+
+    simulator._Engine.admit = recorded
+    return records
+
+
+def model_parts(dep, limits, case, lam: float, arm: int) -> tuple[float, float, float, float]:
+    """The steady state's (landed iteration, admission wait, own prefill, TTFT), seconds (the module's docstring)."""
+    from specsim.serving.arrivals import landed_iteration_s
+    from specsim.serving.steady import OPEN_LOOP_WAIT, served_state
+
+    P, O, gamma = case[4:7]
+    s = served_state(dep, 0.8, [0, gamma], [lam], P, O, limits=limits, kind="rate")
+    ttft, adm, t_dec, t_pf, D = (
+        float(np.broadcast_to(np.asarray(v, dtype=float), s.ttft_s.shape)[arm, 0])
+        for v in (s.ttft_s, s.admission_s, s.itl_s, s.prefill_s, s.rounds)
+    )
+    landed = float(landed_iteration_s(t_dec, lam, t_pf))
+    lo, hi = 0.0, ttft  # the own prefill x solves ttft - adm = OPEN_LOOP_WAIT busy(x) landed + x, increasing in x
+    for _ in range(100):
+        x = 0.5 * (lo + hi)
+        lo, hi = (x, hi) if OPEN_LOOP_WAIT * -np.expm1(-lam * (D * t_dec + x)) * landed + x < ttft - adm else (lo, x)
+    return OPEN_LOOP_WAIT * -np.expm1(-lam * (D * t_dec + lo)) * landed, adm, lo, ttft
+
+
+def parts(k: int, requests: int, seeds: int) -> None:
+    """Print each rate row's TTFT parts, steady state against the simulator's seeds (``--parts``)."""
+    from steady_vs_sim_open import _runs
+
+    records = _recording()
+    for label, dep, limits, case, _, lam, arm, _, _ in _rows(k):
+        model = model_parts(dep, limits, case, lam, arm)
+        per_seed = []
+        for seed in range(seeds):
+            records.clear()
+            run = _runs(case, lam, requests, seed, limits, None)[arm]
+            _, ticks, admitted = records[arm]  # plain's engine, then the speculating one
+            picked = np.argsort(run.arrival_s, kind="stable")[requests // 4 : 3 * requests // 4]
+            arrived = run.arrival_s[picked]
+            seen = np.asarray(ticks)[np.searchsorted(ticks, arrived)]
+            entered = np.array([admitted[int(i)] for i in picked])
+            per_seed.append([seen - arrived, entered - seen, run.first_token_s[picked] - entered])
+        sim = np.array([[p.mean() for p in seed] for seed in per_seed])
+        se = sim.std(axis=0, ddof=1) / np.sqrt(seeds) if seeds > 1 else np.full(3, np.nan)
+        said = " / ".join(
+            f"{m * 1e3:.3g} / {v * 1e3:.3g} ± {e * 1e3:.2g}"
+            for m, v, e in zip(model, sim.mean(axis=0), se, strict=False)
+        )
+        blocked = np.mean([np.mean(seed[1] > 0.0) for seed in per_seed])
+        print(
+            f"{label} | {said} | {model[3] * 1e3:.3g} / {sim.sum(axis=1).mean() * 1e3:.3g} | {blocked:.3f}", flush=True
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="2,9,10,11", help="comma-separated case indices of steady_vs_sim_open")
@@ -202,7 +281,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=0, help="the simulator's runs to read, seeds 0 to N - 1 (0: none)")
     ap.add_argument("--cache", default=None, help="steady_vs_sim_open's folder of simulator runs")
     ap.add_argument("--full", type=int, default=0, help="instead: the full engine's rate over N arrivals at 1.3 x r(c)")
+    ap.add_argument("--parts", type=int, default=0, help="instead: a TTFT's parts, model and simulator, over N seeds")
     args = ap.parse_args(argv)
+    if args.parts:
+        print(
+            "row | ms, model / simulator ± its standard error over seeds: the landed iteration / the wait for"
+            " admission / own prefill | TTFT ms model / simulator | share of arrivals that waited for admission"
+        )
+        for k in (int(v) for v in args.only.split(",")):
+            parts(k, args.requests, args.parts)
+        return 0
     if args.full:
         print("case | c | the chain's rate past the bound | the simulator's full engine (gap)")
         for k in (int(v) for v in args.only.split(",")):
