@@ -36,7 +36,7 @@ x r(c), seed 0; the requests finishing between the N/4-th and the 3N/4-th finish
 the chain gives the engine past its bound.
 
     python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR] [--full 2000]
-    [--parts 8]
+    [--parts 8] [--loads 0.7,0.8]
 """
 
 from __future__ import annotations
@@ -214,13 +214,15 @@ def _recording():
 
     def recorded(engine) -> None:
         if not records or records[-1][0] is not engine:
-            records.append((engine, [], {}))
-        _, ticks, admitted = records[-1]
+            records.append((engine, [], {}, []))
+        _, ticks, admitted, held = records[-1]
         ticks.append(engine.t)
         before = list(engine.waiting)
         admit(engine)
         for i in before[: len(before) - len(engine.waiting)]:  # first come, first served: the queue's head left
             admitted.setdefault(i, engine.t)
+        # the requests in the engine from this pass to the next, where others still wait (NaN where none does)
+        held.append(engine.running.size + len(engine.prefilling) if engine.waiting else np.nan)
 
     simulator._Engine.admit = recorded
     return records
@@ -245,23 +247,30 @@ def model_parts(dep, limits, case, lam: float, arm: int) -> tuple[float, float, 
     return OPEN_LOOP_WAIT * -np.expm1(-lam * (D * t_dec + lo)) * landed, adm, lo, ttft
 
 
-def parts(k: int, requests: int, seeds: int) -> None:
-    """Print each rate row's TTFT parts, steady state against the simulator's seeds (``--parts``)."""
+def parts(k: int, requests: int, seeds: int, loads) -> None:
+    """Print each rate row's TTFT parts, steady state against the simulator's seeds (``--parts``), and the requests
+    the simulator's engine held while others waited (time-weighted over the middle half), against the chain's c."""
     from steady_vs_sim_open import _runs
 
     records = _recording()
-    for label, dep, limits, case, _, lam, arm, _, _ in _rows(k):
+    for label, dep, limits, case, x, lam, arm, c, _ in _rows(k):
+        if loads and x not in loads:
+            continue
         model = model_parts(dep, limits, case, lam, arm)
-        per_seed = []
+        per_seed, held_time = [], np.zeros(2)
         for seed in range(seeds):
             records.clear()
             run = _runs(case, lam, requests, seed, limits, None)[arm]
-            _, ticks, admitted = records[arm]  # plain's engine, then the speculating one
+            _, ticks, admitted, held = records[arm]  # plain's engine, then the speculating one
+            ticks, held = np.asarray(ticks), np.asarray(held, dtype=float)
             picked = np.argsort(run.arrival_s, kind="stable")[requests // 4 : 3 * requests // 4]
             arrived = run.arrival_s[picked]
-            seen = np.asarray(ticks)[np.searchsorted(ticks, arrived)]
+            seen = ticks[np.searchsorted(ticks, arrived)]
             entered = np.array([admitted[int(i)] for i in picked])
             per_seed.append([seen - arrived, entered - seen, run.first_token_s[picked] - entered])
+            span = np.diff(ticks, append=ticks[-1])
+            inside = (ticks >= arrived.min()) & (ticks < arrived.max()) & np.isfinite(held)
+            held_time += [np.sum(held[inside] * span[inside]), np.sum(span[inside])]
         sim = np.array([[p.mean() for p in seed] for seed in per_seed])
         se = sim.std(axis=0, ddof=1) / np.sqrt(seeds) if seeds > 1 else np.full(3, np.nan)
         said = " / ".join(
@@ -269,8 +278,11 @@ def parts(k: int, requests: int, seeds: int) -> None:
             for m, v, e in zip(model, sim.mean(axis=0), se, strict=False)
         )
         blocked = np.mean([np.mean(seed[1] > 0.0) for seed in per_seed])
+        engine_held = f"{held_time[0] / held_time[1]:.2f}" if held_time[1] > 0 else "-"
         print(
-            f"{label} | {said} | {model[3] * 1e3:.3g} / {sim.sum(axis=1).mean() * 1e3:.3g} | {blocked:.3f}", flush=True
+            f"{label} | {said} | {model[3] * 1e3:.3g} / {sim.sum(axis=1).mean() * 1e3:.3g} | {blocked:.3f}"
+            f" | {engine_held} / {c}",
+            flush=True,
         )
 
 
@@ -282,14 +294,17 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None, help="steady_vs_sim_open's folder of simulator runs")
     ap.add_argument("--full", type=int, default=0, help="instead: the full engine's rate over N arrivals at 1.3 x r(c)")
     ap.add_argument("--parts", type=int, default=0, help="instead: a TTFT's parts, model and simulator, over N seeds")
+    ap.add_argument("--loads", default=None, help="comma-separated load multiples to keep (all of a case's if none)")
     args = ap.parse_args(argv)
+    loads = None if args.loads is None else {float(v) for v in args.loads.split(",")}
     if args.parts:
         print(
             "row | ms, model / simulator ± its standard error over seeds: the landed iteration / the wait for"
-            " admission / own prefill | TTFT ms model / simulator | share of arrivals that waited for admission"
+            " admission / own prefill | TTFT ms model / simulator | share of arrivals that waited for admission |"
+            " requests in the engine while others waited: simulator / the chain's c"
         )
         for k in (int(v) for v in args.only.split(",")):
-            parts(k, args.requests, args.parts)
+            parts(k, args.requests, args.parts, loads)
         return 0
     if args.full:
         print("case | c | the chain's rate past the bound | the simulator's full engine (gap)")
@@ -301,7 +316,9 @@ def main(argv=None) -> int:
         " half from empty (ratio) | M/D/c over M/M/c: Cosmetatos / exact | simulator: departures / r(n) and time share simulator / chain, per band of n"
     )
     for k in (int(v) for v in args.only.split(",")):
-        for label, _, limits, case, _, lam, arm, c, r in _rows(k):
+        for label, _, limits, case, x, lam, arm, c, r in _rows(k):
+            if loads and x not in loads:
+                continue
             model, stationary, window, pi = chain(lam, c, r, args.requests)
             if stationary < 1e-4:
                 continue
