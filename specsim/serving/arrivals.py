@@ -178,6 +178,6 @@ def admission_said(fixed_lengths: bool) -> str:
     return (
         "Poisson arrivals that find the engine at its bound (max_num_seqs, or the requests its KV cache admits) queue "
         "until a request ends, the engine taken as its flow-equivalent server (specsim.serving.arrivals); "
-        f"{spread}; against the request-level simulator's waits, -20% to +32% (under where max_num_seqs bounds "
+        f"{spread}; against the request-level simulator's waits, -20% to +18% (under where max_num_seqs bounds "
         "admission, over where SGLang's cache does: docs/serving.md)"
     )
