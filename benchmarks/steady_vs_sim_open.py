@@ -19,7 +19,9 @@ seconds, and the chain's own forward equations (:mod:`admission_anatomy`) read 0
 the middle half of 3,000 arrivals for TensorRT-LLM at 0.95 x (case 11), 0.89-0.90 for vLLM at 0.95 x (case 10),
 0.94-0.97 for TensorRT-LLM at 0.9 x, 0.99 or more elsewhere; 12,000 arrivals (``--requests 12000``) read 0.99 or more in
 all.  A run's mean wait is also skewed (most runs read below the long-run mean, a few far above): 3,000 arrivals read
-vLLM's TTFT (case 10) 7-23% lower than 12,000 at every load, the chain's ratio 0.995 or more there.
+vLLM's TTFT (case 10) 7-23% lower than 12,000 at every load, the chain's ratio 0.995 or more there, and SGLang's
+(cases 9 and 2; 7-11 s a seed of 12,000 here) 6-21% lower plain at 0.8-0.9 x and γ 3 at 1.1 x (seeds 0-19 of 3,000
+against 0-39 of 12,000), the chain's ratio 0.988 or more.
 
     python benchmarks/steady_vs_sim_open.py [--requests 3000] [--only 0,2] [--cache DIR] [--seeds 20]
 """
