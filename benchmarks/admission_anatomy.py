@@ -31,12 +31,18 @@ to the first pass of the loop at or after it), its wait for admission (from ther
 ``OPEN_LOOP_WAIT busy E[T^2]/E[T]`` (:func:`specsim.serving.arrivals.landed_iteration_s`), its busy fraction 1 - exp(-lambda
 (D t_dec + k_p t_own)) solved for k_p t_own from the rest of its TTFT (:func:`specsim.serving.steady.open_loop_times`).
 
+With ``--capped N`` (seeds 0 to N - 1 of ``--requests`` arrivals), per row instead: the simulator's mean TTFT over the
+middle half with the arm's engine held to the chain's c requests (its ``max_num_seqs``, or a speculating engine's own,
+set to c) against the same seeds' runs as the engine has them, and their difference paired by seed: what an engine whose
+bound is soft (SGLang's admits by the tokens its running requests promise, which depend on their ages) gains from
+holding more than c at times.
+
 With ``--full N``, per case and arm instead: the simulator's full engine with a queue standing (N Poisson arrivals at 1.3
 x r(c), seed 0; the requests finishing between the N/4-th and the 3N/4-th finish over that span) against r(c), the rate
 the chain gives the engine past its bound.
 
     python benchmarks/admission_anatomy.py [--only 2,9,10,11] [--requests 3000] [--seeds 20] [--cache DIR] [--full 2000]
-    [--parts 8] [--loads 0.7,0.8]
+    [--parts 8] [--capped 16] [--loads 0.7,0.8]
 """
 
 from __future__ import annotations
@@ -286,6 +292,33 @@ def parts(k: int, requests: int, seeds: int, loads) -> None:
         )
 
 
+def capped(k: int, requests: int, seeds: int, loads, cache) -> None:
+    """Print each rate row's simulator TTFT with the engine held to the chain's c against as it is (``--capped``)."""
+    from steady_vs_sim_open import _runs, middle
+
+    for label, _, limits, case, x, lam, arm, c, _ in _rows(k):
+        if loads and x not in loads:
+            continue
+        own = "spec_max_num_seqs" if arm and limits.spec_max_num_seqs is not None else "max_num_seqs"
+        held = dataclasses.replace(limits, **{own: c})
+        ttft = np.array(
+            [
+                [
+                    middle(_runs(case, lam, requests, seed, lim, cache if lim is limits else None)[arm])["ttft"]
+                    for lim in (limits, held)
+                ]
+                for seed in range(seeds)
+            ]
+        )
+        (free, fixed), d = ttft.mean(axis=0), ttft[:, 1] - ttft[:, 0]
+        se = ttft.std(axis=0, ddof=1) / np.sqrt(seeds)
+        print(
+            f"{label} | {c} | {free:.4g} ± {se[0]:.2g} | {fixed:.4g} ± {se[1]:.2g} | {d.mean():+.4g} ± "
+            f"{d.std(ddof=1) / np.sqrt(seeds):.2g} ({d.mean() / free:+.1%})",
+            flush=True,
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="2,9,10,11", help="comma-separated case indices of steady_vs_sim_open")
@@ -294,9 +327,15 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None, help="steady_vs_sim_open's folder of simulator runs")
     ap.add_argument("--full", type=int, default=0, help="instead: the full engine's rate over N arrivals at 1.3 x r(c)")
     ap.add_argument("--parts", type=int, default=0, help="instead: a TTFT's parts, model and simulator, over N seeds")
+    ap.add_argument("--capped", type=int, default=0, help="instead: TTFT with the engine held to c, paired, N seeds")
     ap.add_argument("--loads", default=None, help="comma-separated load multiples to keep (all of a case's if none)")
     args = ap.parse_args(argv)
     loads = None if args.loads is None else {float(v) for v in args.loads.split(",")}
+    if args.capped:
+        print("row | c | simulator TTFT s as the engine has it | held to c | difference paired by seed (of the first)")
+        for k in (int(v) for v in args.only.split(",")):
+            capped(k, args.requests, args.capped, loads, args.cache)
+        return 0
     if args.parts:
         print(
             "row | ms, model / simulator ± its standard error over seeds: the landed iteration / the wait for"
