@@ -464,7 +464,7 @@ def prompts_past_peak_said(fit, dep) -> str | None:
     them (the roofline's prompts, ``--timing roofline`` or ``hybrid``: the prefill efficiency times the fitted profile's
     compute efficiency above 1), as an engine that served part of each prompt from its prefix cache does: a datasheet
     peak is an estimate, so the fit is kept and said, not refused; None elsewhere."""
-    from specsim.calibration.model import _scales
+    from specsim.calibration.model import PREFIX_CACHE_SAID, _scales
 
     term, hw = fit.terms.get("prefill_scale"), fit.deployment.hardware
     if term is None or term.status != "fitted" or not _scales(dep.source) or term.value * hw.compute_eff <= 1.0:
@@ -472,9 +472,9 @@ def prompts_past_peak_said(fit, dep) -> str | None:
     return (
         f"prefill efficiency x{term.value:.2f} fitted: the prompts ran {term.value * hw.compute_eff:.2f}x as fast as "
         f"{hw.name}'s datasheet peak computes them (at the fitted compute efficiency {hw.compute_eff:.2f}), as where "
-        "the engine served part of each prompt from its prefix cache (vLLM's is on by default, vllm/config/cache.py "
-        "0.34.0 L267; a multi-turn benchmark resends each conversation's history): give that share with --prefix-hit "
-        "(or a vLLM /metrics page counting vllm:prefix_cache_hits with --metrics), or check --hardware and the dtypes"
+        f"the engine served part of each prompt from its prefix cache{PREFIX_CACHE_SAID}: give that share with "
+        "--prefix-hit (or a vLLM /metrics page counting vllm:prefix_cache_hits with --metrics), or check --hardware "
+        "and the dtypes"
     )
 
 

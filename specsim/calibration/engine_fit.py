@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from specsim.calibration.model import RunModel, Values, scale_upper
+from specsim.calibration.model import PREFIX_CACHE_SAID, RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
 from specsim.core.words import counted
 from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, EnginePreset, SpecHost
@@ -302,10 +302,9 @@ class _Stage:
                         + (
                             # Prompts the engine found in its prefix cache cost it no prefill; specsim charges them
                             # all unless told the share (EngineLimits.prompt_split).
-                            ", and whether the engine served the prompts in part from its prefix cache (vLLM's is on "
-                            "by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
-                            "conversation's history): specsim charges every prompt token unless --prefix-hit gives "
-                            "the share it served"
+                            ", and whether the engine served the prompts in part from its prefix cache"
+                            f"{PREFIX_CACHE_SAID}: specsim charges every prompt token unless --prefix-hit gives the "
+                            "share it served"
                             if p.name == "prefill_scale"
                             else ""
                         )

@@ -632,6 +632,14 @@ def _nudged(batch: np.ndarray) -> np.ndarray:
     return np.where(batch >= 2.0, batch - np.maximum(1.0, 0.05 * batch), batch + 1.0)
 
 
+#: Why a prompt can cost an engine less than specsim charges it, as the notes that suspect it say (the engine's prefix
+#: cache served part of it: :meth:`specsim.serving.limits.EngineLimits.prompt_split`, ``--prefix-hit``).
+PREFIX_CACHE_SAID = (
+    " (vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each conversation's "
+    "history)"
+)
+
+
 def _arm(c) -> str:
     """A run's arm, as its notes name it: plain and speculative files written one per rate share their names."""
     return "plain" if c.setup is None else "speculative"
@@ -646,9 +654,8 @@ def _kept_up_said(runs: list) -> str:
         return ""
     return (
         f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate and the "
-        "model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache "
-        "(vLLM's is on by default, vllm/config/cache.py 0.34.0 L267; a multi-turn benchmark resends each "
-        "conversation's history), which specsim charges in full unless --prefix-hit gives the share it served; check "
+        f"model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache"
+        f"{PREFIX_CACHE_SAID}, which specsim charges in full unless --prefix-hit gives the share it served; check "
         "--hardware, --engine, --tp and the dtypes too"
     )
 
