@@ -4,6 +4,7 @@ verification) and suffix decoding (a CPU lookup with a depth per request).  Sour
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from specsim.cli.main import main
+from specsim.engines import REGISTRY, get_engine
 from specsim.speculation.acceptance import Acceptance, tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.drafters import (
@@ -222,7 +224,7 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
         (
             ["--draft", "peagle", "--target", "gpt-oss-20b", "--engine", "sglang"],
             "sglang does not run a P-EAGLE parallel-drafting head (--draft peagle) in any release: no serving support found (feature "
-            "request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads); engines that do: vllm from 0.16.0",
+            "request sgl-project/sglang#23171 open; SpecForge PR #575 trains P-EAGLE heads); engines that do: vllm from 0.16.0 to 0.33",
         ),
         (
             ["--draft", "suffix", "--engine", "trtllm"],
@@ -232,7 +234,8 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
         (
             ["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm"],
             "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at commit "
-            "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0; use trtllm@1.4.0 or later, or another drafter",
+            "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0 "
+            "(newer than the newest release specsim has read, 1.3.0: no preset covers it): use another drafter",
         ),
         (
             ["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
@@ -247,6 +250,36 @@ def test_a_drafter_the_named_engine_release_does_not_run_is_refused_in_one_line(
     assert main([command, "--timing", "roofline"] + size + argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"specsim {command}: error: {line}"]
+
+
+def test_every_refusal_names_only_engine_releases_specsim_takes():
+    """A drafter refused at a release names the --engine to use instead, and the engines that run it: each such name
+    resolves.  PARD on TensorRT-LLM said 'use trtllm@1.4.0 or later', which --engine refused in turn (no preset past
+    1.3), and the engines that run P-EAGLE or PARD listed 'vllm from 0.16.0', which 0.34.0 refuses."""
+    from specsim.speculation.drafters import drafter_class
+
+    checked = 0
+    for name, engine in REGISTRY.items():
+        oldest, newest = engine.ranges[0][0], engine.ranges[-1][1]
+        for kind, how in engine.methods.items():
+            cls = drafter_class(kind)
+            for at, refused in ((oldest, how.since > oldest), (newest, how.until is not None)):
+                if not refused:
+                    continue
+                with pytest.raises(ValueError) as said:
+                    cls.support(engine, at)
+                named = re.findall(rf"use ({name}@[0-9.]+)", str(said.value))
+                for spec in named:
+                    get_engine(spec)  # raises where no preset covers the release it names
+                assert named or engine.past_newest(how.since), str(said.value)
+                checked += 1
+            with pytest.raises(ValueError) as said:
+                cls.support("tgi")  # the engines that do, each with its last release where it has one
+            listed = re.search(rf"{name} from ([0-9.]+)( to ([0-9.]+))?", str(said.value))
+            assert listed and (listed.group(3) is None) == (how.until is None), str(said.value)
+            if how.until is not None:
+                assert listed.group(3) == f"{how.until[0]}.{how.until[1]}" and get_engine(f"{name}@{listed.group(3)}")
+    assert checked >= 5
 
 
 def test_the_refusal_as_a_subprocess_is_one_line_and_exit_2():

@@ -111,6 +111,14 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
         ("none@1", "has no versions"),
         ("none@", "has no versions"),  # not "give one (none@latest)": there is none to give
         ("trtllm@0.20", "known: 1.0-1.3, latest"),
+        # a release past every preset says why it is refused: its source was not read (TensorRT-LLM 1.4.0: no wheel on
+        # PyPI, no tag readable here); one older than the oldest preset says nothing of the kind
+        (
+            "trtllm@1.4.0",
+            "known: 1.0-1.3, latest (1.4.0 is newer than the newest TensorRT-LLM release specsim has read, 1.3.0: its "
+            "flags, config keys, metric names and defaults are unread)",
+        ),
+        ("vllm@0.35.0", "(0.35.0 is newer than the newest vLLM release specsim has read, 0.34.0:"),
     ],
 )
 def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message):
@@ -283,7 +291,9 @@ def test_engine_errors_are_exact():
         get_engine("none@1")
     with pytest.raises(
         ValueError,
-        match=r"^no sglang preset for version '0.7'; known: 0.4-0.5.10, 0.5.11-0.5.23, latest, spec-v2, spec-v1, 0.4$",
+        match=r"^no sglang preset for version '0.7'; known: 0.4-0.5.10, 0.5.11-0.5.23, latest, spec-v2, spec-v1, 0.4 "
+        r"\(0.7.0 is newer than the newest SGLang release specsim has read, 0.5.23: its flags, config keys, metric "
+        r"names and defaults are unread\)$",
     ):
         get_engine("sglang@0.7")
     assert get_engine("vllm@0.13.0rc1").key == "vllm@0.10"  # a release candidate's suffix is read

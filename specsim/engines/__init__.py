@@ -135,7 +135,18 @@ def _resolve(spec: str, text: str) -> EnginePreset:
         for first, last, key in _RANGES[name]:
             if first <= number <= last:
                 return dataclasses.replace(PRESETS[f"{name}@{key}"], asked=version)
-    raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}")
+    raise ValueError(f"no {name} preset for version {version!r}; known: {_known(name)}{_unread(name, number)}")
+
+
+def _unread(name: str, number: tuple | None) -> str:
+    """Why a numbered release past every preset's range is refused (empty for any other version)."""
+    engine = REGISTRY[name]
+    if number is None or not engine.past_newest(number):
+        return ""
+    return (
+        f" ({version_text(number)} is newer than the newest {engine.title} release specsim has read, {engine.newest}: "
+        "its flags, config keys, metric names and defaults are unread)"
+    )
 
 
 def engine_record(preset: EnginePreset) -> dict:

@@ -228,6 +228,12 @@ class Engine:
     def __str__(self) -> str:
         return self.name
 
+    def past_newest(self, release: tuple) -> bool:
+        """Whether ``release`` is newer than every release a preset covers (the last of :attr:`ranges`): its source was
+        not read, so neither its flags, config keys and metric names nor its defaults are known, and no preset models
+        it."""
+        return bool(self.ranges) and tuple(release) > tuple(self.ranges[-1][1])
+
     # -- hooks: what differs between engines ---------------------------------------------------------------------
     def draft_tp(self, preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
         """(the draft's tensor parallelism, a line naming the choice) as this engine runs a drafter."""

@@ -178,16 +178,26 @@ class Drafter:
                 if e is None
                 else e.unsupported.get(cls.kind, "not among its drafting methods")
             )
-            takes = ", ".join(f"{name} from {_version(s.since)}" for name, s in cls.supported_engines().items())
+            takes = ", ".join(
+                f"{name} from {_version(s.since)}"
+                + (f" to {s.until[0]}.{s.until[1]}" if s.until else "")
+                + _unread(REGISTRY[name], s.since)
+                for name, s in cls.supported_engines().items()
+            )
             raise ValueError(
                 f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; "
                 f"engines that do: {takes}"
             )
         if version is not None and tuple(version) < s.since:
+            # a first release past every preset's range cannot be named with --engine: say so, not "use it"
+            use = (
+                f"{_unread(e, s.since)}: use another drafter"
+                if e.past_newest(s.since)
+                else f"; use {e.name}@{_version(s.since)} or later, or another drafter"
+            )
             raise ValueError(
                 f"{named or e.name + ' ' + _version(version)} refuses {e.method_key} {s.name} ({s.where}): "
-                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}; use {e.name}@"
-                f"{_version(s.since)} or later, or another drafter"
+                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}{use}"
             )
         if version is not None and s.until is not None and tuple(version) > s.until:
             last = f"{s.until[0]}.{s.until[1]}"
@@ -319,6 +329,13 @@ class Drafter:
     def provenance(self) -> list[str]:
         """Lines of provenance beyond the step model's own (a draft model is described with the target)."""
         return [self.describe()]
+
+
+def _unread(engine, since: tuple) -> str:
+    """What a drafter's first release past every preset of ``engine`` is (empty where a preset covers it)."""
+    if not engine.past_newest(since):
+        return ""
+    return f" (newer than the newest release specsim has read, {engine.newest}: no preset covers it)"
 
 
 def _version(v) -> str:
