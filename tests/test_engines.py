@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specsim.calibration.fidelity import evaluate, load_public_tpot
-from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine, source_and_engine
+from specsim.engines import ENGINES, EnginePreset, SpecHost, engine_record, get_engine, source_and_engine
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,17 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
 def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         get_engine(spec)
+
+
+def test_a_drafter_whose_first_release_is_past_every_preset_is_listed_as_refused():
+    """TensorRT-LLM's PARD is named from 1.4.0 (its 1.4.0rc1 API docs), past the releases specsim read (to 1.3): the
+    engine's listing said 'PARD from 1.4.0' as if a preset ran it.  A drafter a covered release takes says nothing so."""
+    drafters = engine_record(get_engine("trtllm"))["drafters"]
+    assert drafters["pard"].startswith(
+        "PARD from 1.4.0 (newer than the newest release read, 1.3.0: refused at every one covered) (PARDDecodingConfig"
+    )
+    assert not any("refused at every one" in said for kind, said in drafters.items() if kind != "pard")
+    assert not any("refused at every one" in said for said in engine_record(get_engine("vllm"))["drafters"].values())
 
 
 def test_versions_differ_only_in_what_they_overlap():

@@ -164,6 +164,8 @@ def engine_record(preset: EnginePreset) -> dict:
         since = "" if how.since <= engine.ranges[0][0] else f" from {version_text(how.since)}"
         until = f" to {version_text(how.until)}" if how.until else ""
         drafters[kind] = f"{how.name}{since}{until}" + (" (every release covered)" if not since and not until else "")
+        if engine.past_newest(how.since):  # its first release is past every preset: refused at each one specsim covers
+            drafters[kind] += f" (newer than the newest release read, {engine.newest}: refused at every one covered)"
         drafters[kind] += f" ({how.where})"
     return {
         "preset": preset.key,
