@@ -184,10 +184,10 @@ _VLLM_NAMES = dict(
     # page without them gives no share).
     prefix_cache_queries="vllm:prefix_cache_queries_total",
     prefix_cache_hits="vllm:prefix_cache_hits_total",
-    # Observed once per finished request beside request_success (loggers.py: 0.10.0 L317 and L557, 0.33.0 L875 and
-    # L1321; every x.y.0 from 0.10.0 to 0.33.0 read), labels model_name and engine; edges build_1_2_5_buckets
-    # (max_model_len) through 0.29.0, histogram_buckets("request_tokens") from 0.30.0 (the same unless
-    # --custom-histogram-buckets replaces them, from 0.32.0).
+    # Observed once per finished request beside request_success (loggers.py: 0.10.0 L317 and L557, 0.33.0 and 0.34.0
+    # L875 and L1321, 0.34.0's success counter at L1290; every x.y.0 from 0.10.0 to 0.34.0 read), labels model_name and
+    # engine; edges build_1_2_5_buckets (max_model_len) through 0.29.0, histogram_buckets("request_tokens") from 0.30.0
+    # (0.34.0 L822-824; the same unless --custom-histogram-buckets replaces them, from 0.32.0).
     generation_histogram="vllm:request_generation_tokens",
     later=_VLLM_LATER,
     earlier=_VLLM_EARLIER,
