@@ -183,3 +183,84 @@ def test_calibrate_engine_reads_the_share_from_the_metrics_page(capsys, tmp_path
     assert "prefix cache: 0.5 of each prompt's tokens served from it, not prefilled (--prefix-hit)" in (
         capsys.readouterr().out
     )
+
+
+COUNTERS = 'vllm:prefix_cache_queries_total{engine="0"} 4000.0\nvllm:prefix_cache_hits_total{engine="0"} 3000.0\n'
+
+
+def test_plain_runs_take_the_share_from_a_metrics_page(capsys, tmp_path):
+    """Plain runs alone with a vLLM /metrics page: the share is its vllm:prefix_cache_hits over
+    vllm:prefix_cache_queries (3,000 of 4,000), said as read from the page, and written into the calibration file.
+    Before 2026-12-07 --metrics without --spec was refused ("--draft, --steps and --metrics describe speculative
+    runs"), so a user with plain runs and a page had to copy the share by hand."""
+    from specsim.calibration.file import read_calibration
+
+    page, out = tmp_path / "plain-metrics.txt", tmp_path / "cal.yaml"
+    page.write_text(COUNTERS)
+    argv = ["calibrate-engine", "--plain", str(REPO / "examples" / "bench" / "vllm-plain.jsonl"), "--hardware", "h100"]
+    argv += ["--engine", "vllm@0.30", "--timing", "roofline", "--metrics", str(page), "--out", str(out)]
+    assert main(argv) == 0
+    assert (
+        "prefix cache: 0.75 of each prompt's tokens served from it, not prefilled (plain-metrics.txt: "
+        "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, 3,000 of 4,000 prompt tokens since the "
+        "server started)" in capsys.readouterr().out
+    )
+    assert read_calibration(out).serving["prefix_hit"] == 0.75
+
+
+def test_runs_that_record_their_acceptance_take_the_share_from_a_metrics_page(capsys, tmp_path):
+    """Speculative runs whose files record their acceptance (vllm bench serve's) with a page that counts prefix-cache
+    hits: the page gives the share and no acceptance (it was refused before as "used for none")."""
+    page = tmp_path / "metrics.txt"
+    page.write_text((REPO / "examples" / "vllm-metrics.txt").read_text() + COUNTERS)
+    bench = REPO / "examples" / "bench"
+    argv = ["calibrate-engine", "--plain", str(bench / "vllm-plain.jsonl"), "--spec", str(bench / "vllm-eagle3.jsonl")]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.30", "--timing", "roofline"]
+    assert main([*argv, "--metrics", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "prefix cache: 0.75 of each prompt's tokens served from it, not prefilled (metrics.txt:" in out
+    assert "acceptance length of the" not in out  # the files' own acceptance, not the page's
+
+
+@pytest.mark.parametrize(
+    ("extra", "engine", "said"),
+    [
+        (  # a page without the counters gives nothing to plain runs
+            "vllm-metrics.txt",
+            "vllm@0.30",
+            "--metrics vllm-metrics.txt: the runs are plain (no --spec), so none takes an acceptance length from it, "
+            "and it shows no vllm:prefix_cache_hits_total and vllm:prefix_cache_queries_total (or none queried)",
+        ),
+        (  # the share given twice: the page would be read for nothing
+            "counters.txt --prefix-hit 0.5",
+            "vllm@0.30",
+            "--metrics counters.txt would be used for nothing: the runs are plain (no --spec), so none takes an "
+            "acceptance length from it, and --prefix-hit gives the prefix-cache share: drop one of them",
+        ),
+        (  # an engine whose prefix-cache counters specsim has not read
+            "counters.txt",
+            "sglang@0.5",
+            "--metrics counters.txt: the runs are plain (no --spec), so none takes an acceptance length from it, and "
+            "specsim reads no prefix-cache counters of sglang@0.5's metrics",
+        ),
+    ],
+)
+def test_a_page_that_gives_plain_runs_nothing_is_refused(extra, engine, said, capsys, tmp_path):
+    (tmp_path / "counters.txt").write_text(COUNTERS)
+    (tmp_path / "vllm-metrics.txt").write_text((REPO / "examples" / "vllm-metrics.txt").read_text())
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", str(REPO / "examples" / "bench" / "vllm-plain.jsonl"), "--hardware", "h100"]
+    argv += [
+        "--engine",
+        engine,
+        "--timing",
+        "roofline",
+        "--out",
+        str(out),
+        "--metrics",
+        str(tmp_path / extra.split()[0]),
+    ]
+    assert main([*argv, *extra.split()[1:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert said in err[-1] and "Traceback" not in "\n".join(err), err
+    assert not out.exists()

@@ -140,7 +140,7 @@ def runs_from_files(
 ) -> tuple[list[CalRun], list[str], list[str]]:
     """(runs, files read, notes) of plain benchmark files and groups of speculative ones, each group with the draft steps
     it ran (``[(files, steps), ...]``), grouped into sweeps by ``sweep_by``.  A saved ``/metrics`` page gives the
-    acceptance length of speculative runs whose file records none.  ``acceptance_spread``: the standard deviation of
+    acceptance length of speculative runs whose file records none, and is not read where every file records one.  ``acceptance_spread``: the standard deviation of
     the acceptance rate across the prompts (None: the one the files' single-request runs record, else 0; said in a
     note where an offline batch is among the runs, whose slowest request waits for it)."""
     import os
@@ -160,7 +160,9 @@ def runs_from_files(
     for path in plain:
         runs += [CalRun(r) for r in next(read)]
     length = shares = None
-    if metrics:
+    # the page is read for an acceptance only where a speculative run's file records none (it may be given for the
+    # prefix-cache share alone: calibrate-engine reads that, and refuses a page used for neither)
+    if metrics and any(r.accept_length is None for file_runs in read_runs[len(plain) :] for r in file_runs):
         length, where = accept_length_from_page(metrics)
         shares = per_position_from_page(metrics)
     filled = 0  # speculative runs that take the page's length
@@ -187,11 +189,6 @@ def runs_from_files(
                     filled += 1
                 runs.append(CalRun(r, setup))
     if length is not None:
-        if not filled:  # the page would be said to apply and apply to none
-            raise ValueError(
-                f"--metrics {os.path.basename(metrics)}: every speculative run's file records its acceptance length, "
-                f"so the page's {length:.3f} would be used for none: drop --metrics (it is for runs whose file has none)"
-            )
         notes.append(
             f"acceptance length of the {counted(filled, 'speculative run')} whose file has none: {length:.3f} ({where})"
         )

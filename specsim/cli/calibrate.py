@@ -84,8 +84,8 @@ def _inputs(args: argparse.Namespace) -> tuple:
     groups = _spec_groups(args)
     if groups and args.draft is None:
         raise ValueError("--spec runs need --draft and --steps (the drafter and draft steps per round they ran with)")
-    if not groups and (args.draft or args.metrics):
-        raise ValueError("--draft, --steps and --metrics describe speculative runs: give them with --spec FILE")
+    if not groups and args.draft:
+        raise ValueError("--draft and --steps describe speculative runs: give them with --spec FILE")
     if args.hardware is None:
         raise ValueError("--hardware is required with --plain/--spec: no benchmark file names its GPU")
     runs, files, notes = runs_from_files(
@@ -102,21 +102,49 @@ def _inputs(args: argparse.Namespace) -> tuple:
     return runs, files, notes, args.hardware, served_target(args.target, runs), args.draft, args.tp, None, engine
 
 
-def _prefix_hit(args: argparse.Namespace, engine) -> tuple | None:
+def _prefix_hit(args: argparse.Namespace, engine, runs: list) -> tuple | None:
     """(the share of the runs' prompt tokens their prefix cache served, where from): --prefix-hit as given, else the
-    --metrics page's prefix-cache counters where the engine's release names them and the page shows them, else None."""
+    --metrics page's prefix-cache counters where the engine's release names them and the page shows them, else None.
+    A page that gives neither a run's acceptance length nor the share is refused: given for nothing."""
     from specsim.engines import metric_names
     from specsim.speculation.metrics import prefix_hit_from_page
 
+    page = Path(args.metrics).name if args.metrics else None
+    gave_acceptance = page is not None and any(c.run.accept_length_page == page for c in runs)
     if args.prefix_hit is not None:
+        if page is not None and not gave_acceptance:
+            raise ValueError(
+                f"--metrics {page} would be used for nothing: {_no_acceptance(runs)}, and --prefix-hit gives the "
+                "prefix-cache share: drop one of them"
+            )
         return args.prefix_hit, "--prefix-hit"
-    if not args.metrics:
+    if page is None:
         return None
     try:
         names = metric_names(engine)[0]
     except ValueError:  # an engine or release without metrics specsim has read: no share from the page
-        return None
-    return prefix_hit_from_page(args.metrics, names)
+        names = None
+    share = None if names is None else prefix_hit_from_page(args.metrics, names)
+    if share is None and not gave_acceptance:
+        shows = (
+            f"it shows no {names.prefix_cache_hits} and {names.prefix_cache_queries} (or none queried)"
+            if names is not None and names.prefix_cache_hits
+            else f"specsim reads no prefix-cache counters of {getattr(engine, 'named_as', engine)}'s metrics"
+        )
+        raise ValueError(
+            f"--metrics {page}: {_no_acceptance(runs)}, and {shows} for the prefix-cache share: drop --metrics (it "
+            "is for speculative runs whose file has no acceptance length, and for the share)"
+        )
+    return share
+
+
+def _no_acceptance(runs: list) -> str:
+    """Why a --metrics page gives no run its acceptance length: the runs are plain, or every file records one."""
+    if all(c.kind == "plain" for c in runs):
+        return "the runs are plain (no --spec), so none takes an acceptance length from it"
+    if any(c.run.accept_length_page for c in runs):
+        return "the runs' acceptance lengths come from their files or their plan's own pages"
+    return "every speculative run's file records its acceptance length"
 
 
 def run_calibrate_engine(args: argparse.Namespace) -> int:
@@ -143,6 +171,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         notes[-1] += said
     if args.max_num_seqs is not None and (past := past_max_num_seqs(runs, limits)) is not None:
         raise ValueError(f"{past}: give --max-num-seqs as the runs were served with")
+    prefix_hit = _prefix_hit(args, engine, runs)
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
         result = calibrate_engine(
@@ -159,7 +188,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             weight_dtype=args.weight_dtype,
             kv_dtype=args.kv_dtype,
             limits=limits,
-            prefix_hit=_prefix_hit(args, engine),
+            prefix_hit=prefix_hit,
             memory_utilization=args.memory_util,
             done=done,
         )
@@ -472,9 +501,9 @@ def _parser_calibrate_engine(sub) -> None:
     p.add_argument(
         "--metrics",
         metavar="FILE",
-        help="a /metrics page saved after the speculative runs, for runs whose file has no acceptance length, and "
-        "for the share of prompt tokens the prefix cache served where --prefix-hit is not given (vLLM's "
-        "prefix_cache_hits over prefix_cache_queries, since the server started)",
+        help="a /metrics page saved after the runs: the acceptance length of speculative runs whose file has none, "
+        "and the share of prompt tokens the prefix cache served where --prefix-hit is not given (vLLM's "
+        "prefix_cache_hits over prefix_cache_queries, since the server started; plain runs alone too)",
     )
     from specsim.cli.flags import LIMITS_SEQS_HELP as SEQS
     from specsim.cli.flags import LIMITS_TOKENS_HELP as TOK
