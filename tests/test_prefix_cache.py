@@ -264,3 +264,23 @@ def test_a_page_that_gives_plain_runs_nothing_is_refused(extra, engine, said, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert said in err[-1] and "Traceback" not in "\n".join(err), err
     assert not out.exists()
+
+
+def test_a_mean_share_charges_the_mean_tokens_and_at_most_the_mean_prefill():
+    """docs/serving.md's limit of one share for every request: a multi-turn mix (30% of 5,806-token prompts missing,
+    the rest 0.953 cached: token-weighted share 0.667) prefills, on average, the tokens the mean share leaves (to the
+    floor's one token), and its mean prefill time is at most the mean share's, since the prefill's attention over the
+    cached tokens makes its time concave in the share (new (cached + new / 2) = P^2 (1 - h^2) / 2), and within 10%:
+    the spread's cost is in TTFT's tail, not its mean.  Deterministic (no sampling)."""
+    P, miss, hit = 5806.0, 0.3, 0.953
+    mean_share = (1.0 - miss) * hit
+    mixed_new = miss * P + (1.0 - miss) * float(EngineLimits(prefix_hit=hit).prompt_split(P)[0])
+    new, cached = EngineLimits(prefix_hit=mean_share).prompt_split(P)
+    assert abs(mixed_new - float(new)) <= 1.0
+
+    def prefill(h):
+        n, c = EngineLimits(prefix_hit=h).prompt_split(P)
+        return float(DEP.prefill_s(n, cached_tokens=c))
+
+    mixed = miss * prefill(0.0) + (1.0 - miss) * prefill(hit)
+    assert 0.9 * prefill(mean_share) < mixed <= prefill(mean_share)
