@@ -1378,6 +1378,7 @@ def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_th
         "max_batched_tokens": 2048,
         "memory_util": None,
         "prefix_hit": 0.0,
+        "prefix_hit_from": None,
         "input_tokens": None,
         "output_tokens": None,
         "lengths_alike": False,

@@ -139,8 +139,9 @@ def test_a_calibration_keeps_its_runs_share_and_the_answers_on_it_take_it_unless
     ]
     ask += ["--json"]
     assert main(ask) == 0
-    assert "prefix-cache hit 0.6 of prompt tokens (the limits cal.yaml's runs were fitted under;" in (
-        capsys.readouterr().out
+    assert (
+        "prefix-cache hit 0.6 of prompt tokens (the limits cal.yaml's runs were fitted under, its prefix-cache share from --prefix-hit;"
+        in (capsys.readouterr().out)
     )
     assert main([*ask, "--prefix-hit", "0"]) == 0
     assert "prefix-cache hit" not in capsys.readouterr().out
@@ -190,8 +191,9 @@ COUNTERS = 'vllm:prefix_cache_queries_total{engine="0"} 4000.0\nvllm:prefix_cach
 
 def test_plain_runs_take_the_share_from_a_metrics_page(capsys, tmp_path):
     """Plain runs alone with a vLLM /metrics page: the share is its vllm:prefix_cache_hits over
-    vllm:prefix_cache_queries (3,000 of 4,000), said as read from the page, and written into the calibration file.
-    Before 2026-12-07 --metrics without --spec was refused ("--draft, --steps and --metrics describe speculative
+    vllm:prefix_cache_queries (3,000 of 4,000), said as read from the page, and written into the calibration file
+    with where it came from, which the file's answers say; a file whose record of it is not text is refused.  Before
+    2026-12-07 --metrics without --spec was refused ("--draft, --steps and --metrics describe speculative
     runs"), so a user with plain runs and a page had to copy the share by hand."""
     from specsim.calibration.file import read_calibration
 
@@ -205,7 +207,22 @@ def test_plain_runs_take_the_share_from_a_metrics_page(capsys, tmp_path):
         "vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total, 3,000 of 4,000 prompt tokens since the "
         "server started)" in capsys.readouterr().out
     )
-    assert read_calibration(out).serving["prefix_hit"] == 0.75
+    serving = read_calibration(out).serving
+    assert serving["prefix_hit"] == 0.75
+    assert serving["prefix_hit_from"].startswith("plain-metrics.txt: vllm:prefix_cache_hits_total / ")
+    ask = ["optimal-gamma", "--calibration", str(out), "--concurrency", "16", "--input-len", "3000", "--json"]
+    assert main(ask) == 0
+    assert "fitted under, its prefix-cache share from plain-metrics.txt: vllm:prefix_cache_hits_total" in (
+        capsys.readouterr().out
+    )
+    text = out.read_text()
+    start = text.index("  prefix_hit_from:")
+    end = text.index("  input_tokens:", start)
+    out.write_text(text[:start] + "  prefix_hit_from: 3\n" + text[end:])
+    assert main(ask) == 2
+    assert "serving: prefix_hit_from must be where the share came from (text), or null, got 3" in (
+        capsys.readouterr().err
+    )
 
 
 def test_runs_that_record_their_acceptance_take_the_share_from_a_metrics_page(capsys, tmp_path):

@@ -195,6 +195,8 @@ class EngineCalibration:
     limits: object = None  #: the engine's limits the fit was made under (:class:`specsim.serving.steady.EngineLimits`)
     memory_utilization: float | None = None  #: the engine's memory setting the runs were served at (None: its own)
     floor: PlainFloor | None = None  #: the plain runs under the least the model gives them (:func:`plain_floor`)
+    #: where the prefix-cache share the fit took came from (``--prefix-hit`` or a /metrics page's counters; None: none)
+    prefix_hit_from: str | None = None
 
     def mapping(self) -> dict:
         """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
@@ -218,6 +220,7 @@ class EngineCalibration:
             self.memory_utilization,
             steps,
             shares[0] if shares is not None else None,
+            self.prefix_hit_from,
         )
 
     def summary(self, out=None) -> dict:
@@ -617,4 +620,5 @@ def calibrate_engine(
         limits,
         memory_utilization,
         plain_floor(fit, dep, limits, kv),
+        prefix_hit[1] if prefix_hit is not None and limits.prefix_hit else None,
     )

@@ -254,6 +254,8 @@ class Calibration:
             return None
         s = self.serving
         where = f"the limits {self.name}'s runs were fitted under"  # (the label names a prefix-cache hit share)
+        if s.get("prefix_hit") and s.get("prefix_hit_from"):
+            where += f", its prefix-cache share from {s['prefix_hit_from']}"
         return s["max_num_seqs"], s["max_batched_tokens"], s.get("spec_max_num_seqs"), where, s.get("prefix_hit", 0.0)
 
     def apply(self, preset, drafter: type | None = None):
@@ -277,13 +279,15 @@ def calibration_mapping(
     memory_utilization: float | None = None,
     acceptance_steps: int | None = None,
     acceptance_per_position: tuple | None = None,
+    prefix_hit_from: str | None = None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
     uses (default the preset's key); ``limits`` the engine's limits the fit was made under
     (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`);
     ``acceptance_per_position`` the per-position shares the acceptance's runs recorded, which answers from the file take
-    (:func:`read_calibration`) where the acceptance's alpha is the chain's."""
+    (:func:`read_calibration`) where the acceptance's alpha is the chain's; ``prefix_hit_from`` where the limits'
+    prefix-cache share came from (kept beside it)."""
     import datetime
 
     from specsim.describe.hardware import profile_to_mapping
@@ -355,7 +359,7 @@ def calibration_mapping(
         "warnings": list(fit.warnings),
     }
     if limits is not None:
-        record["serving"] = serving_record(fit.runs, limits, memory_utilization)
+        record["serving"] = serving_record(fit.runs, limits, memory_utilization, prefix_hit_from)
     if acceptance is not None:  # with the deepest draft step it was measured at (acceptance_steps; None: unknown)
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
@@ -387,9 +391,12 @@ def fit_digest(record: dict) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def serving_record(runs: list, limits, memory_utilization: float | None = None) -> dict:
+def serving_record(
+    runs: list, limits, memory_utilization: float | None = None, prefix_hit_from: str | None = None
+) -> dict:
     """What the runs were served at, for the commands that answer at a load from the file: the engine's max_num_seqs
-    and token budget the fit used, its memory setting (``--memory-util``; None: the engine's own), the runs' mean prompt
+    and token budget the fit used, its memory setting (``--memory-util``; None: the engine's own), the prefix-cache
+    share and where it came from (``prefix_hit_from``: ``--prefix-hit`` or a /metrics page; None: none), the runs' mean prompt
     and output tokens, and whether every run is within
     :data:`specsim.calibration.runs.SAME_LENGTHS` of those (one workload's lengths, which the commands then take as
     theirs unless given)."""
@@ -405,6 +412,7 @@ def serving_record(runs: list, limits, memory_utilization: float | None = None) 
         "memory_util": None if memory_utilization is None else float(memory_utilization),
         # the share of prompt tokens served from the prefix cache the fit took (--prefix-hit; 0: none)
         "prefix_hit": float(limits.prefix_hit),
+        "prefix_hit_from": prefix_hit_from if limits.prefix_hit else None,
     }
     if not (np.all(np.isfinite(prompts) & (prompts >= 1)) and np.all(np.isfinite(outputs) & (outputs >= 1))):
         return record | {"input_tokens": None, "output_tokens": None, "lengths_alike": False}  # a file without them
@@ -623,9 +631,10 @@ def _read_serving(where: str, raw: object) -> dict | None:
         raise ValueError(f"{where}: serving must be a mapping (max_num_seqs, max_batched_tokens, ...), got {raw!r:.60}")
     # (a file written before 2026-12-04 has no memory_util, one before 2026-12-05 no spec_max_num_seqs)
     # (a file written before 2026-12-07 has no prefix_hit: its fit prefilled every prompt token)
-    raw = {"memory_util": None, "spec_max_num_seqs": None, "prefix_hit": 0.0} | raw
+    # (one written on 2026-12-07 before its prefix_hit_from: where its share came from, not said)
+    raw = {"memory_util": None, "spec_max_num_seqs": None, "prefix_hit": 0.0, "prefix_hit_from": None} | raw
     known = ("max_num_seqs", "max_batched_tokens", "spec_max_num_seqs", "input_tokens", "output_tokens")
-    known += ("lengths_alike", "memory_util", "prefix_hit")
+    known += ("lengths_alike", "memory_util", "prefix_hit", "prefix_hit_from")
     for key in known:
         if key not in raw:
             raise ValueError(f"{where}: serving: the key {key!r} is missing")
@@ -650,6 +659,11 @@ def _read_serving(where: str, raw: object) -> dict | None:
         ),
         "lengths_alike": (isinstance(raw["lengths_alike"], bool), "true or false"),
         "prefix_hit": (number(raw["prefix_hit"], 0.0, 1.0, False), "a share in [0, 1]"),
+        "prefix_hit_from": (
+            raw["prefix_hit_from"] is None
+            or (isinstance(raw["prefix_hit_from"], str) and raw["prefix_hit_from"] != ""),
+            "where the share came from (text), or null",
+        ),
     }
     unknown = raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False
     for key in ("input_tokens", "output_tokens"):
