@@ -905,6 +905,14 @@ def test_allreduce_line_reads_the_newest_version_prefers_graph_capture_and_needs
         label="implementation",
     )
     np.testing.assert_allclose(_comm_line(model, dev2, "vllm")[1], [8e-6, 12e-6], rtol=1e-12)
+    # aiconfigurator-core 0.12.0's a100_sxm and l40s trtllm 1.0.0 tables name no kernel column at all: every row counts
+    folder = tmp_path / "dev4" / "comm" / "vllm" / "1.0"
+    folder.mkdir(parents=True)
+    pd.DataFrame(
+        [(2, "bfloat16", 1024, 0.010), (2, "bfloat16", 1024, 0.009), (2, "bfloat16", 2048, 0.012)],
+        columns=["num_gpus", "allreduce_dtype", "message_size", "latency"],
+    ).to_parquet(folder / "custom_allreduce_perf.parquet")
+    np.testing.assert_allclose(_comm_line(model, tmp_path / "dev4", "vllm")[1], [9e-6, 12e-6], rtol=1e-12)
     dev = tmp_path / "dev3"
     write("1.0", [(2, "bfloat16", "cuda_graph", 1024, 0.010)])
     assert _comm_line(model, dev, "vllm")[0].size == 0

@@ -499,8 +499,10 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
         return empty
     frame = _read(folders[-1] / "custom_allreduce_perf.parquet")
     rows = frame[(frame["num_gpus"] == model.tp) & (frame["allreduce_dtype"] == "bfloat16")]
-    label = "backend" if "backend" in rows.columns else "implementation"
-    graph = rows[rows[label].astype(str).str.contains("graph")]
+    # the column naming the kernel: "backend", "implementation" in an older schema, or none (aiconfigurator-core
+    # 0.12.0's a100_sxm and l40s trtllm 1.0.0 tables: one TensorRT-LLM kernel, every row counts)
+    label = next((c for c in ("backend", "implementation") if c in rows.columns), None)
+    graph = rows[rows[label].astype(str).str.contains("graph")] if label else rows.iloc[:0]
     rows = graph if len(graph) else rows  # engines capture decode in CUDA graphs where they can
     line = rows.groupby("message_size")["latency"].min()
     if len(line) < 2:
