@@ -16,6 +16,7 @@ COMMANDS = [
     "optimal-gamma --concurrency 4 --input-len 500 --output-len 100",
     "optimal-gamma --rate 2 --input-len 500 --output-len 100",
     "optimal-gamma --tree topk:2,depth:3,tokens:8 --draft eagle3 --batch 1",
+    "optimal-gamma --tp 2 --batch 1",  # a draft model on vLLM at TP 2: the row adds the draft at TP 1
     "speedup --gamma 3 --batch 1,8",
     "speedup --gamma 3 --concurrency 4 --input-len 500 --output-len 100",
     "compare --batch 1,8",
@@ -27,6 +28,7 @@ COMMANDS = [
     "schedule --draft eagle3 --alpha 0.4",  # gamma 1 at batch 255-256 on the line (on_the_line)
     "capacity",
     "serve-sim --concurrency 2 --input-len 200 --output-len 20 --requests 8 --runs 2 --slo-ttft-ms 50 --slo-tpot-ms 10",
+    "serve-sim --concurrency 4 --max-num-seqs 2 --input-len 200 --output-len 20 --requests 8 --runs 1",  # queued
     "serve-sweep --concurrency 1,2 --input-len 200 --output-len 20 --requests 8",
     "serve-sweep --rates 1,2 --input-len 200 --output-len 20 --requests 8 --slo-tpot-ms 10",
 ]
