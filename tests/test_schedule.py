@@ -907,3 +907,39 @@ def test_schedule_at_loads_schedules_no_gamma_that_has_no_room_as_optimal_gamma_
     ranges = json.loads(capsys.readouterr().out)["ranges"]
     assert [r["gamma"] for r in ranges] == [0], ranges
     assert ranges[0]["shortfall"] == 0.0  # plain decoding is the best that has room: nothing falls below it
+
+
+@pytest.mark.parametrize("timing", ["roofline", "hybrid"])
+def test_a_schedule_turns_speculation_off_only_where_no_gamma_it_may_still_take_pays(timing):
+    """Gamma never rises with batch, so once off a schedule stays off: it may turn off only where no gamma up to the
+    one it ran last pays (>= --min-gain, 1).  n-gram lookup on Qwen3-30B-A3B at alpha 0.5 on an H200: the schedule held
+    gamma 4 at batch 1 for the batches after it, found gamma 4 losing at batch 2 and turned speculation off for batch
+    2-256, though gamma 1 gains 12% there on the kernels and gamma 2 holds 1.10-1.67x up to 256 (off 43% below the best);
+    the roofline case keeps an off range (gamma 1 loses at batch 2 there), where the rule is checked as well."""
+    dep = Deployment.build("h200", "qwen3-30b-a3b", "ngram", timing=timing, engine="vllm")
+    ranges = gamma_schedule(dep, 0.5, 256, context=1128)
+    for before, r in zip(ranges, ranges[1:]):
+        if r.gamma == 0 and before.gamma > 0:
+            gains = speedup(dep, 0.5, np.arange(1, before.gamma + 1), np.array([r.start_batch]), 1128)
+            assert np.all(gains < 1.0), (r, gains)
+    assert ranges[0].gamma > 0  # gamma 1 pays at batch 1 on both sources
+    if timing == "hybrid":
+        assert all(r.gamma > 0 for r in ranges), ranges
+
+
+def test_a_schedule_off_where_speculation_pays_on_its_own_says_so(capsys):
+    """gpt-oss-120b with its catalog draft on an H200 (roofline): no gamma pays at batch 1 (a MoE's verification reads
+    more experts than its decode step), so a schedule that never rises is off at every batch, while optimal-gamma says
+    speculate from batch ~25 (1.64x at 112).  The table alone said 'off' (39% below the best); a note now names the
+    batch sizes where it pays on its own and the most it gains, as optimal-gamma gives it."""
+    argv = ["schedule", "--hardware", "h200", "--target", "gpt-oss-120b", "--max-batch", "256", "--timing", "roofline"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    (note,) = [line for line in err.splitlines() if line.startswith("note: speculation is off at batch 1-256")]
+    gamma, gain, batch = re.search(r"the most gamma (\d+) at ([\d.]+)x at batch (\d+)", note).groups()
+    dep = Deployment.build("h200", "gpt-oss-120b", "gpt-oss-20b", timing="roofline", engine="vllm")
+    best = optimal_gamma(dep, 0.8, np.arange(1, 257), 1128, 16, 0.0)
+    i = int(np.argmax(best.speedup))
+    assert (int(gamma), int(batch)) == (int(best.gamma[i]), i + 1)
+    assert float(gain) == pytest.approx(float(best.speedup[i]), abs=5e-4)
+    assert best.gamma[0] == 0 and float(gain) > 1.5

@@ -77,6 +77,8 @@ class ScheduleAnswer:
         if self.load is not None:
             out += self._past_the_loads()
             out += self._off_their_best()
+        elif self.tree is None:
+            out += self._off_where_it_pays()
         out += self._too_close()
         out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
@@ -85,6 +87,38 @@ class ScheduleAnswer:
             out.append(
                 f"gamma {', '.join(map(str, past))} drafts past the {steps} draft step{'s' if steps != 1 else ''} its "
                 f"acceptance was measured at: extrapolated, {self.acceptance.beyond()}"
+            )
+        return out
+
+    def _off_where_it_pays(self) -> list[str]:
+        """Per batch: the ranges the schedule turns off that hold batch sizes where speculation pays on its own (the
+        best gamma's gain at least --min-gain and past the model's error, where optimal-gamma at that batch says speculate).
+        Gamma never rises with batch,
+        so speculation stays off from the first batch where the schedule's gamma does not pay; a target whose gain
+        grows with batch (a MoE's verification touches more experts than its decode step at small batches) is then
+        off where optimal-gamma says speculate, and the table alone would not say so."""
+        from specsim.answers.verdict import model_error
+        from specsim.speculation.search import optimal_gamma
+
+        error = model_error(self.deployment)
+        out = []
+        for r in self.ranges:
+            if r.gamma != 0:
+                continue
+            batch = np.arange(r.start_batch, r.end_batch + 1)
+            best = optimal_gamma(self.deployment, self.acceptance, batch, self.context, self.gamma_max, 0.0)
+            pays = (best.gamma > 0) & (best.speedup >= self.min_gain) & (best.speedup - 1.0 > error.share)
+            if not pays.any():
+                continue
+            i = int(np.argmax(np.where(pays, best.speedup, -np.inf)))
+            where = batch[pays]
+            span = str(where[0]) if where[0] == where[-1] else f"{where[0]}-{where[-1]}"
+            out.append(
+                f"speculation is off at batch {r.batches}: gamma never rises with batch, and from batch {r.start_batch} "
+                f"the schedule's gamma does not pay (--min-gain {self.min_gain:g}); yet on its own it pays, past specsim's "
+                f"measured error of {error.shown}, at {int(pays.sum())} of these batch sizes ({span}), the most gamma {int(best.gamma[i])} at "
+                f"{float(best.speedup[i]):.3f}x at batch {int(batch[i])}: optimal-gamma --batch gives each batch's "
+                "best, and a schedule that starts speculating past where it first failed is not one this command writes"
             )
         return out
 

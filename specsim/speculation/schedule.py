@@ -222,14 +222,14 @@ def load_gammas(
     value = answer.scores()  # as optimal-gamma at a load picks: a gamma with no room for a request scores -inf
     order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
     surface = value[:, order]
-    columns = np.arange(len(order))
-    # A gamma that falls behind Poisson arrivals scores 0, one with no room -inf: floored to a share above 0 so that the
-    # shortfalls (1 - score / best) of a load where every speculating gamma does either still compare; it never pays.
-    row = monotone_gammas(np.maximum(surface, 1e-12), rtol) if surface.shape[0] > 1 else np.zeros(len(order), int)
+    if surface.shape[0] == 1:
+        return order, np.zeros(len(order), int)
     # Pays by what the load answer weighs (its objective, as optimal-gamma at loads picks and judges): a gamma that
     # serves a closed loop more output per second pays there even where its TPOT is a hair longer (a shorter TTFT).
-    pays = surface[row, columns] >= min_gain * surface[0]
-    return order, np.where(np.minimum.accumulate(pays.astype(int)) > 0, row, 0)
+    # A gamma that falls behind Poisson arrivals scores 0, one with no room -inf: floored to a share above 0 so that the
+    # shortfalls (1 - score / best) still compare; neither pays.
+    pays = surface[1:] >= min_gain * surface[0]
+    return order, monotone_gammas(np.maximum(surface, 1e-12), rtol, pays)
 
 
 def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
@@ -268,9 +268,11 @@ def gamma_schedule(
     SGLang's AutoSpec, TensorRT-LLM's draft_len_schedule): of all schedules that never rise, the one whose
     speedups fall least below each batch's best, where a shortfall within ``rtol`` counts as none (then the
     smaller gamma wins: less draft work).  Without that rule the measured kernels' steps (a GEMM dearer once
-    b(gamma+1) passes 256) made schedules switch back and forth for 1-3%.  Where the chosen speedup is below
-    ``min_gain`` the range gets gamma = 0 (speculation off) and speedup 1, and so does every larger batch; each range
-    carries how far below the best of its batches it is (``shortfall``).
+    b(gamma+1) passes 256) made schedules switch back and forth for 1-3%.  A gamma is taken only where it
+    pays (its speedup at least ``min_gain``); speculation off (gamma = 0, speedup 1) is one of the schedule's choices,
+    and as gamma never rises it holds for every larger batch: the schedule turns off only where no gamma up to the one
+    it ran last pays (:func:`monotone_gammas`).  Each range carries how far below the best of its batches it is
+    (``shortfall``).
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
@@ -290,13 +292,10 @@ def gamma_schedule(
         return [ScheduleRange(1, int(max_batch), 0, 1.0, 1.0, 0.0)]
     grid = np.arange(top + 1)
     surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
-    chosen = monotone_gammas(surface, rtol)
-    columns = np.arange(batch.size)
-    s = surface[chosen, columns]
-    # Off where it does not pay, and off from there on: at large batches the gain hovers about 1 as the kernels' steps
-    # cross it, and a schedule that switched back on would rise with batch.
-    gamma = np.minimum.accumulate(np.where(s >= min_gain, chosen, 0))
-    values = np.where(gamma > 0, s, 1.0)
+    # Off where no gamma the schedule can still take pays, and off from there on: at large batches the gain hovers
+    # about 1 as the kernels' steps cross it, and a schedule that switched back on would rise with batch.
+    gamma = monotone_gammas(surface, rtol, surface[1:] >= min_gain)
+    values = np.where(gamma > 0, surface[gamma, np.arange(batch.size)], 1.0)
     short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
     # Split where gamma changes (or, judged, the verdict); each run becomes one range.
     labels = np.asarray(_labels(judge, values), dtype=object)
@@ -315,18 +314,35 @@ def gamma_schedule(
     ]
 
 
-def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
+def monotone_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None) -> np.ndarray:
     """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas >= 1 of the
     schedule that never rises along the columns and falls least below each column's best, a shortfall within
     ``rtol`` counting as none; ties go to the smaller gamma.
 
+    With ``pays`` (True where a speculating gamma of ``surface`` pays enough to be run; row 0, speculation off, always
+    may be), the schedule may also turn speculation off (gamma 0, which then holds for every later column: it never
+    rises) and takes only gammas that pay: of those schedules, the one that falls least below each column's best,
+    speculation off counted at row 0's value. Choosing the speculating gammas first and cutting where the chosen one
+    stops paying could hold a large gamma for later columns that no longer pays at the next one, and turn speculation
+    off where a smaller gamma pays for many more.
+
     >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [1.5, 1.5, 1.40, 1.30], [1.6, 1.52, 1.45, 1.28]])
     >>> monotone_gammas(surface, 0.02).tolist()  # gamma 2 at batch 3 would be 3.4% better, but only after a drop to 1
     [2, 2, 2, 1]
+    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [1.10, 1.05, 1.10, 1.20], [1.20, 0.95, 1.30, 1.50]])
+    >>> monotone_gammas(surface, 0.0).tolist()  # gamma 2 throughout, which loses at batch 2: cut there, off from it on
+    [2, 2, 2, 2]
+    >>> monotone_gammas(surface, 0.0, surface[1:] >= 1.0).tolist()  # gamma 1 pays at every batch after the first
+    [2, 1, 1, 1]
     """
-    rows = surface[1:]
-    best = rows.max(axis=0)
-    cost = np.maximum(1.0 - rows / best - rtol, 0.0)
+    if pays is None:
+        rows, first = surface[1:], 1
+        allowed = np.ones(rows.shape, dtype=bool)
+    else:
+        rows, first = surface, 0
+        allowed = np.vstack([np.ones((1, surface.shape[1]), dtype=bool), np.asarray(pays, dtype=bool)])
+    best = np.where(allowed, rows, -np.inf).max(axis=0)
+    cost = np.where(allowed, np.maximum(1.0 - rows / best - rtol, 0.0), np.inf)
     n_gamma, n_batch = rows.shape
     total = cost[:, 0].copy()
     back = np.zeros((n_gamma, n_batch), dtype=int)
@@ -344,7 +360,7 @@ def monotone_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
     out[-1] = int(np.argmin(total))
     for j in range(n_batch - 1, 0, -1):
         out[j - 1] = back[out[j], j]
-    return out + 1
+    return out + first
 
 
 @dataclass(frozen=True)
