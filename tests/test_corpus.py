@@ -84,6 +84,37 @@ def test_each_deployment_builds_or_says_why_not(folder):
             assert why and ("not one of the engines" in why or "config.json is not in the source" in why), why
 
 
+def test_a_measured_speedup_is_over_plain_runs_of_the_same_engine_build():
+    """The B200 TensorRT-LLM source holds two campaigns on two builds (its engine_version: 1.2.0rc6 for the files
+    without a suffix, 1.3.0rc14 for the *-trt1.3.0rc14 files).  Until 2026-12-07 validate_corpus made one deployment of
+    them, and at 8k/1k its measured speedup at 4 users pooled both builds' plain runs over one MTP run (1.716, where
+    1.2.0rc6 alone gives 1.87) and at 256 users one plain run over both builds' MTP runs: each speculative run is paired
+    here with plain runs of its own build only."""
+    import importlib.util
+
+    from specsim.calibration.runs import over
+
+    path = ROOT.parent.parent.parent / "benchmarks" / "validate_corpus.py"
+    spec = importlib.util.spec_from_file_location("validate_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = ROOT / "b200-trtllm-dsr1-fp8-mtp"
+    build = {True: "1.3.0rc14", False: "1.2.0rc6"}
+    paired = 0
+    for d in module.deployments(folder):
+        runs = module.runs_of(d, folder)
+        for c in (c for c in runs if c.setup is not None):
+            mine = build[Path(c.run.path).name.endswith("-trt1.3.0rc14.jsonl")]
+            plain = [p for p in runs if p.setup is None and over(p.run, c.run)]
+            if not plain:  # (a load where the plain runs are of other lengths: no speedup)
+                continue
+            assert {build[Path(p.run.path).name.endswith("-trt1.3.0rc14.jsonl")] for p in plain} == {mine}, c.run.where
+            paired += 1
+    # every speculative run of 1.2.0rc6 that has a plain run at its load is still scored (1k/1k c 4; 1k/8k c 4, 32;
+    # 8k/1k c 4, 256)
+    assert paired == 5
+
+
 def test_the_split_files_validation_writes_one_file_per_load_without_its_acceptance(tmp_path):
     """benchmarks/validate_split_files.py leaves a sweep as vllm bench serve does: one file per concurrency, no
     acceptance; the files read back as the same runs, one per load, with none recorded."""
