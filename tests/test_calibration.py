@@ -164,6 +164,46 @@ def test_a_guidellm_run_is_timed_by_its_inter_token_latency_not_its_tpot_that_ho
         read_bench_file(path)
 
 
+GPUSTACK = Path(__file__).parent / "data" / "gpustack-qwen3.5"
+
+
+def test_a_tpot_its_own_latencies_deny_is_refused_and_the_run_is_read_by_its_end_to_end_latency_without_it(tmp_path):
+    # GPUStack's benchmark-runner prints vllm bench serve's layout from GuideLLM's counts (tests/data/gpustack-qwen3.5):
+    # its mean TPOT, 1.06 ms at 1 request/s, is 0.16 of the (1850 - 46.01) / (281.41 - 1) = 6.43 ms per token its own
+    # mean latency, TTFT and output give; both average the same requests' time per token after the first, and in the
+    # corpus's 356 runs that record all three means the TPOT is 0.996-1.002 of it.  Read as a TPOT it put every run "under the model's
+    # floor" and the fit told the user to check the GPU (held-out plain error 299.6%).
+    with pytest.raises(ValueError, match=r"plain-bf16.jsonl#1: mean_tpot_ms 1.06 is 0.16 of the 6.433 ms per token"):
+        read_bench_file(GPUSTACK / "plain-bf16.jsonl")
+    records = [json.loads(line) for line in (GPUSTACK / "plain-bf16.jsonl").read_text().splitlines()]
+    path = tmp_path / "no-tpot.jsonl"
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if "tpot" not in k}) + "\n" for r in records))
+    runs = read_bench_file(path)
+    assert [r.observable for r in runs] == ["e2e"] * 4
+    assert [r.e2e_s for r in runs] == [r["mean_e2el_ms"] / 1e3 for r in records]
+    # The same rule reads GuideLLM's own report: an inter-token latency a sixth of what its latencies give is refused.
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    metrics = report["benchmarks"][0]["metrics"]
+    ttft_ms, itl_ms, output = 46.0, 6.4, 281.0
+    latency_s = (ttft_ms + itl_ms * (output - 1)) / 1e3
+    for key, value in (
+        ("time_to_first_token_ms", ttft_ms),
+        ("request_latency", latency_s),
+        ("output_token_count", output),
+    ):
+        metrics[key] = {"successful": {"mean": value, "median": value, "count": 200}}
+    for itl, refused in ((itl_ms, False), (itl_ms / 2.1, True), (itl_ms * 2.1, True), (itl_ms / 1.9, False)):
+        metrics["inter_token_latency_ms"] = {"successful": {"mean": itl, "median": itl, "count": 200}}
+        path = tmp_path / "g.json"
+        path.write_text(json.dumps(report))
+        with (
+            pytest.raises(ValueError, match="inter_token_latency_ms .* counts something else")
+            if refused
+            else contextlib.nullcontext()
+        ):
+            read_bench_file(path)
+
+
 @pytest.mark.parametrize("in_flight, load", [(63.0, "concurrency 64"), (5.0, "rate 20/s")])
 def test_a_guidellm_rate_capped_by_max_concurrency_is_the_closed_loop_where_the_cap_binds(tmp_path, in_flight, load):
     # GuideLLM's constant and poisson strategies take max_concurrency (src/guidellm/scheduler/strategies.py, 0.7.3), and

@@ -649,6 +649,13 @@ CASES = [
         "calibrate-engine --plain {tmp}/bench-ttft-seconds.jsonl --hardware h100 --target llama-3.1-8b",
         "bench-ttft-seconds.jsonl#1: mean_ttft_ms 0.05 is under a tenth of mean_tpot_ms 5",
     ),
+    (  # GPUStack's benchmark-runner report (tests/data/gpustack-qwen3.5/SOURCES.md): its TPOT counts streamed chunks;
+        # it had been fitted, every run "under the model's floor", the user told to check --hardware
+        "calibrate-engine --plain tests/data/gpustack-qwen3.5/plain-bf16.jsonl --hardware h200 --target qwen3.5-35b-a3b "
+        "--engine vllm@0.17.1",
+        "plain-bf16.jsonl#1: mean_tpot_ms 1.06 is 0.16 of the 6.433 ms per token after the first that its mean_e2el_ms "
+        "1850, mean_ttft_ms 46.01 and 281.41 output tokens per request give",
+    ),
     (
         "calibrate-engine --plain {tmp}/bench-one-token.jsonl --hardware h100 --target llama-3.1-8b",
         "a mean of 1 output tokens per request leaves no decode steps to time",

@@ -34,7 +34,8 @@ that streams nothing) is judged by its throughput or end-to-end latency.  A run'
 ``max_concurrency`` users, Poisson arrivals at ``request_rate``, or, with an infinite rate and no concurrency limit,
 every request sent at once: an offline batch of ``completed`` requests (:data:`specsim.serving.steady.LOAD_KINDS`).
 The totals are checked against the duration: a recorded throughput that the totals over the duration do not give
-(past :data:`TOTALS_TOLERANCE`), or a closed loop whose requests in flight (Little's law, completions per second times
+(past :data:`TOTALS_TOLERANCE`), a mean TPOT that the run's own mean end-to-end latency, TTFT and output deny (past
+:data:`TPOT_SPAN_TOLERANCE`), or a closed loop whose requests in flight (Little's law, completions per second times
 the end-to-end latency, TTFT plus TPOT over the output) are not about its users, is refused: those fields are not of
 one run.
 
@@ -368,6 +369,44 @@ def _check_first_token(where: str, ttft_s: float | None, tpot_s: float | None, n
         )
 
 
+#: A run's mean TPOT and the time per token after the first that its own mean end-to-end latency, mean TTFT and mean
+#: output give, (e2e - ttft) / (output - 1), are both averages of its requests' time per token after the first (the
+#: second weighted by each request's tokens after the first); they part only as far as that time varies with a
+#: request's length.  Beyond this factor they are not of one client's count of tokens: in the 356 runs of
+#: examples/bench and tests/data that record all three means (2026-12-07; most of fixed lengths, DO-Solutions' three
+#: multi-turn runs of varied ones) the TPOT is 0.996-1.002 of theirs; GPUStack's benchmark-runner reports
+#: (tests/data/gpustack-qwen3.5) give 0.12-0.22, its client timing streamed chunks.
+TPOT_SPAN_TOLERANCE = 2.0
+
+
+def _check_decode_span(
+    where: str,
+    tpot_s: float | None,
+    ttft_s: float | None,
+    e2e_s: float | None,
+    output: float,
+    names: tuple[str, str, str],
+    stats: tuple[str | None, ...],
+) -> None:
+    """Refuse a run whose mean TPOT is off the time per token its own mean latencies give by more than
+    :data:`TPOT_SPAN_TOLERANCE` (``names``: the TPOT's, TTFT's and end-to-end latency's keys as the file writes them;
+    medians are not compared, the median of a ratio being no ratio of medians).  Such a TPOT counts something else than
+    tokens (a client that times streamed chunks, several tokens to one); judged by it, every run sits under the
+    model's floor and the fit says to check the GPU."""
+    if None in (tpot_s, ttft_s, e2e_s) or output <= 1 or any(stat != "mean" for stat in stats):
+        return
+    implied = (e2e_s - ttft_s) / (output - 1)
+    if implied <= 0 or 1 / TPOT_SPAN_TOLERANCE <= tpot_s / implied <= TPOT_SPAN_TOLERANCE:
+        return
+    raise ValueError(
+        f"{where}: {names[0]} {tpot_s * 1e3:.4g} is {tpot_s / implied:.2f} of the {implied * 1e3:.4g} ms per token after "
+        f"the first that its {names[2]} {e2e_s * 1e3:.6g}, {names[1]} {ttft_s * 1e3:.4g} and {output:.5g} output tokens "
+        f"per request give; both average the same requests' time per token, so this TPOT counts something else than "
+        f"tokens (a client that times streamed chunks): leave the run's TPOT out of the file to have it judged by its "
+        f"end-to-end latency"
+    )
+
+
 def _check_span(
     where: str,
     record: dict,
@@ -542,6 +581,15 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
     _check_span(where, record, completed, duration, whole, in_flight, paced, suspects)
     decoding = _little(where, completed, duration, tpot_s, output)
     _check_first_token(where, ttft_s, tpot_s, (f"{ttft_stat}_ttft_ms", f"{tpot_stat}_tpot_ms"))
+    _check_decode_span(
+        where,
+        tpot_s,
+        ttft_s,
+        e2e_s,
+        output,
+        (f"{tpot_stat}_tpot_ms", f"{ttft_stat}_ttft_ms", f"{e2e_stat}_e2el_ms"),
+        (tpot_stat, ttft_stat, e2e_stat),
+    )
     return BenchRun(
         str(path),
         index,
@@ -729,7 +777,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
             )
         tpot_ms, statistic = _latency_of(where, m, "inter_token_latency_ms", prefer)
         tpot_s = tpot_ms / 1e3
-        latency = _latency_of(where, m, "request_latency", prefer)[0]
+        latency, latency_stat = _latency_of(where, m, "request_latency", prefer)
         concurrency = _mean(where, m, "request_concurrency")
         output = _mean(where, m, "output_token_count")
         prompt = _mean(where, m, "prompt_token_count")
@@ -756,10 +804,20 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
             )
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
         try:
-            ttft_s = _latency_of(where, m, "time_to_first_token_ms", prefer)[0] / 1e3
+            ttft_ms, ttft_stat = _latency_of(where, m, "time_to_first_token_ms", prefer)
+            ttft_s = ttft_ms / 1e3
         except ValueError:
-            ttft_s = None
+            ttft_s, ttft_stat = None, None
         _check_first_token(where, ttft_s, tpot_s, ("time_to_first_token_ms", "inter_token_latency_ms"))
+        _check_decode_span(
+            where,
+            tpot_s,
+            ttft_s,
+            latency,
+            output,
+            ("inter_token_latency_ms", "time_to_first_token_ms", "request_latency (ms)"),
+            (statistic, ttft_stat, latency_stat),
+        )
         runs.append(
             BenchRun(
                 str(path),
