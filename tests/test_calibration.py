@@ -406,6 +406,35 @@ def test_the_note_on_paced_runs_names_their_rates_in_the_order_of_the_rate():
     assert said.startswith("runs at a Poisson rate (rate 1/s, rate 1.5/s, rate 2/s, rate 2.5/s, rate 10/s)"), said
 
 
+def test_the_note_on_paced_runs_says_which_were_not_sent_as_poisson_arrivals(tmp_path):
+    """GuideLLM's constant strategy sends at even intervals and vllm bench serve's burstiness other than 1 draws gamma
+    intervals (GPUStack's performance lab runs GuideLLM --profile constant, tests/data/gpustack-qwen3.5/SOURCES.md):
+    the note had called every run at a rate "a Poisson rate", which the fit takes them for."""
+    from specsim.calibration.engine_calibration import _paced_said
+
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    report["benchmarks"][0]["config"]["strategy"] = {"type_": "constant", "rate": 0.25}
+    report["benchmarks"][1]["config"]["strategy"] = {"type_": "poisson", "rate": 0.5}
+    (tmp_path / "g.json").write_text(json.dumps(report))
+    record = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[0])
+    record |= {"max_concurrency": None, "request_rate": 4.0, "burstiness": 4.0}
+    (tmp_path / "v.json").write_text(json.dumps(record))
+    runs = read_bench_file(tmp_path / "g.json")[:2] + read_bench_file(tmp_path / "v.json")
+    assert [r.kind for r in runs] == ["rate"] * 3
+    assert [r.arrivals for r in runs] == [
+        "constant intervals (GuideLLM's constant strategy)",
+        None,
+        "gamma intervals of shape 4 (burstiness: more even than Poisson)",
+    ]
+    said = _paced_said([CalRun(r) for r in runs])
+    assert said.startswith(
+        "runs at a rate (rate 0.25/s, rate 0.5/s, rate 4/s), fitted as Poisson arrivals, the serving model's one open "
+        "loop, though those at rate 0.25/s were sent at constant intervals (GuideLLM's constant strategy); those at "
+        "rate 4/s were sent at gamma intervals of shape 4 (burstiness: more even than Poisson): their fitted TTFT"
+    ), said
+    assert _paced_said([CalRun(runs[1])]).startswith("runs at a Poisson rate (rate 0.5/s): ")
+
+
 def test_files_of_one_name_in_two_folders_are_told_apart_in_the_runs_and_their_sweeps(tmp_path, capsys):
     """vllm bench serve writes a file a run, named by its load: two sweeps kept in their own folders share the names
     (a/c1.json, b/c1.json). Each run is named by enough of its path to tell it apart, and --sweep-by file gives each file

@@ -128,6 +128,9 @@ class BenchRun:
     #: The file as messages name it where another file given shares its base name: enough of its path to tell them
     #: apart (:func:`read_alike`; None: its base name)
     label: str | None = None
+    #: How a run at a rate sent its requests where not as Poisson arrivals, as its file says (GuideLLM's constant
+    #: strategy; vllm bench serve's burstiness other than 1); None: Poisson, the serving model's one open loop
+    arrivals: str | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -618,7 +621,17 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         per_position,
         _dataset(where, record, REGISTRY[tool].bench_files.dataset_keys),
         str(record.get("backend")).strip().lower() in _API_BACKENDS,
+        arrivals=_arrivals(record) if kind == "rate" else None,
     )
+
+
+def _arrivals(record: dict) -> str | None:
+    """How vllm bench serve paced a run, where not as Poisson arrivals: gamma intervals of shape ``burstiness``
+    (vllm/benchmarks/serve.py: 1 is Poisson, above 1 more evenly spaced, below 1 burstier)."""
+    shape = _shape(record)
+    if shape == 1.0:
+        return None
+    return f"gamma intervals of shape {shape:g} (burstiness: {'more even' if shape > 1 else 'burstier'} than Poisson)"
 
 
 def _per_position(where: str, record: dict, tool: str, al: float | None) -> tuple | None:
@@ -844,6 +857,9 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
                 statistic,
                 failed=failed,
                 dataset=dataset,
+                arrivals="constant intervals (GuideLLM's constant strategy)"
+                if load_kind == "rate" and strategy.get("type_") == "constant"
+                else None,
             )
         )
     return runs

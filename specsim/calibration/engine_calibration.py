@@ -442,8 +442,20 @@ def _paced_said(runs: list) -> str:
         return ""
     loads = sorted({r.load for r in paced}, key=load_key)  # by number: as text "rate 1/s" follows "rate 1.5/s"
     by_e2e = sorted({r.load for r in paced if r.observable == "e2e"}, key=load_key)
+    sent = {}  # how the files say the runs not sent as Poisson arrivals were sent, with their loads
+    for r in paced:
+        if r.arrivals is not None:
+            sent.setdefault(r.arrivals, []).append(r.load)
+    head = (
+        f"runs at a rate ({', '.join(loads)}), fitted as Poisson arrivals, the serving model's one open loop, though "
+        + "; ".join(
+            f"those at {', '.join(sorted(set(at), key=load_key))} were sent at {how}" for how, at in sent.items()
+        )
+        if sent
+        else f"runs at a Poisson rate ({', '.join(loads)})"
+    )
     return (
-        f"runs at a Poisson rate ({', '.join(loads)}): their fitted TTFT leaves out the wait for admission where the "
+        f"{head}: their fitted TTFT leaves out the wait for admission where the "
         "engine is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; "
         + (
             f"those at {', '.join(by_e2e)}, judged by end-to-end latency, are fitted without that wait"
