@@ -406,6 +406,24 @@ def test_the_note_on_paced_runs_names_their_rates_in_the_order_of_the_rate():
     assert said.startswith("runs at a Poisson rate (rate 1/s, rate 1.5/s, rate 2/s, rate 2.5/s, rate 10/s)"), said
 
 
+def test_a_calibration_of_plain_runs_alone_is_said_to_have_no_rounds_not_a_draft_models(tmp_path, capsys):
+    # A file of plain runs has drafter null, which drafter_class reads as the default kind, a draft model: speedup
+    # --draft mtp from the GPUStack BF16 runs' calibration had said "rounds the preset's: it was fitted to a draft
+    # model's" and "its held-out error is of a draft model's rounds", of a fit that saw no round.
+    records = [json.loads(line) for line in (GPUSTACK / "plain-bf16.jsonl").read_text().splitlines()]
+    runs = tmp_path / "plain.jsonl"
+    runs.write_text("".join(json.dumps({k: v for k, v in r.items() if "tpot" not in k}) + "\n" for r in records))
+    cal = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", str(runs), "--hardware", "h200", "--target", "qwen3.5-35b-a3b"]
+    assert main([*argv, "--engine", "vllm@0.17.1", "--out", str(cal)]) == 0
+    capsys.readouterr()
+    assert main(["speedup", "--calibration", str(cal), "--draft", "mtp", "--gamma", "1", "--rate", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "draft model" not in out, out
+    assert "calibrated by cal.yaml (its plain steps; rounds the preset's: it has no speculative runs)" in out, out
+    assert "cal.yaml has no speculative runs: no held-out error of an MTP layer's rounds" in out, out
+
+
 def test_the_note_on_paced_runs_says_which_were_not_sent_as_poisson_arrivals(tmp_path):
     """GuideLLM's constant strategy sends at even intervals and vllm bench serve's burstiness other than 1 draws gamma
     intervals (GPUStack's performance lab runs GuideLLM --profile constant, tests/data/gpustack-qwen3.5/SOURCES.md):

@@ -769,12 +769,15 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
         else f"the preset's, {preset.basis}: calibrate-engine fitted nothing ({cal.said_file})"
     )
     if drafter is not None and drafter is not theirs:
+        # a file of plain runs alone (drafter null) was fitted to no rounds: drafter_class(None) is the default kind's
+        fitted_to = f"was fitted to {theirs.label}'s" if cal.drafter is not None else "has no speculative runs"
         return dataclasses.replace(
             engine,
             basis=basis,
-            spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} was fitted to {theirs.label}'s rounds, not "
-            f"{drafter.label}'s (calibrate with this drafter's runs to fit its rounds)",
-            calibration=f"{cal.name} (its plain steps; rounds the preset's: it was fitted to {theirs.label}'s)",
+            spec_basis=f"the preset's, {preset.spec_basis}: {cal.name} "
+            + (f"{fitted_to} rounds, not {drafter.label}'s" if cal.drafter is not None else fitted_to)
+            + " (calibrate with this drafter's runs to fit its rounds)",
+            calibration=f"{cal.name} (its plain steps; rounds the preset's: it {fitted_to})",
             calibration_file=cal.name,
             calibration_sha256=cal.sha256,
             prefill_scale=cal.prefill_scale,
@@ -782,7 +785,11 @@ def apply_to_engine(cal: Calibration, preset, drafter: type | None = None):
             served_limits=cal.served_limits,
             # its runs' own still: an answer at another acceptance (--alpha) adds that reason to this one (judged_at)
             judged_acceptance=cal.acceptance,
-        ).unjudged(f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s")
+        ).unjudged(
+            f"{cal.name}'s held-out error is of {theirs.label}'s rounds, not {drafter.label}'s"
+            if cal.drafter is not None
+            else f"{cal.name} has no speculative runs: no held-out error of {drafter.label}'s rounds"
+        )
     host = SpecHost(**cal.round_terms)
     terms = cal.record.get("terms") or {}
     fitted = [t for t in TERMS if (terms.get(t) or {}).get("status") == "fitted"]
