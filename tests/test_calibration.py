@@ -424,6 +424,44 @@ def test_a_calibration_of_plain_runs_alone_is_said_to_have_no_rounds_not_a_draft
     assert "cal.yaml has no speculative runs: no held-out error of an MTP layer's rounds" in out, out
 
 
+def test_plain_runs_at_one_rate_are_refused_asking_for_two_loads_not_two_concurrencies(tmp_path, capsys):
+    # GPUStack's FP8 Qwen3.5 runs: MTP at 1, 4, 8 and 16 requests/s, plain at 8/s alone.  The refusal asked for "two or
+    # more concurrencies" of a sweep of rates.
+    for name in ("plain-fp8", "mtp1-fp8"):
+        records = [json.loads(line) for line in (GPUSTACK / f"{name}.jsonl").read_text().splitlines()]
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if "tpot" not in k}) + "\n" for r in records)
+        )
+    argv = [
+        "calibrate-engine",
+        "--plain",
+        str(tmp_path / "plain-fp8.jsonl"),
+        "--spec",
+        str(tmp_path / "mtp1-fp8.jsonl"),
+    ]
+    argv += [
+        "--hardware",
+        "h200",
+        "--target",
+        "qwen3.5-35b-a3b",
+        "--draft",
+        "mtp",
+        "--steps",
+        "1",
+        "--weight-dtype",
+        "fp8",
+    ]
+    assert main([*argv, "--engine", "vllm@0.17.1"]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "the plain runs are all at one load (rate 8/s): nothing tells the per-iteration time from the step's; benchmark "
+            "without speculation at two or more loads (concurrencies or request rates)"
+        )
+    )
+
+
 def test_the_note_on_paced_runs_says_which_were_not_sent_as_poisson_arrivals(tmp_path):
     """GuideLLM's constant strategy sends at even intervals and vllm bench serve's burstiness other than 1 draws gamma
     intervals (GPUStack's performance lab runs GuideLLM --profile constant, tests/data/gpustack-qwen3.5/SOURCES.md):

@@ -590,12 +590,12 @@ def check_design(dep, runs: list[CalRun]) -> None:
     if len({c.run.load for c in runs}) < 2:
         raise ValueError(
             f"every run is at one load ({runs[0].run.load}): nothing tells a per-iteration time from the rest "
-            "and nothing can be held out; benchmark at two or more concurrencies"
+            "and nothing can be held out; benchmark at two or more loads (concurrencies or request rates)"
         )
     if len({c.run.load for c in plain}) < 2:  # (speculative runs at other loads have no plain terms to stand on)
         raise ValueError(
             f"the plain runs are all at one load ({plain[0].run.load}): nothing tells the per-iteration time from the "
-            "step's; benchmark without speculation at two or more concurrencies"
+            "step's; benchmark without speculation at two or more loads (concurrencies or request rates)"
         )
     for c in plain:
         if c.run.accept_length is not None and c.run.accept_length > 1:
