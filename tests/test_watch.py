@@ -812,6 +812,40 @@ def test_the_watch_sets_a_calibrations_held_out_error_aside_and_says_why(day, ea
         assert rows and all(r["model"]["error"] == CORPUS_SPEEDUP_ERROR for r in rows if r["model"] is not None)
 
 
+def test_a_calibrated_watchs_summary_and_rules_name_the_error_band_as_the_header_does(
+    day, eagle3_calibration, tmp_path, capsys
+):
+    """With --calibration the header said the break-even was calibrated while the summary line and the alert rules
+    called the verdicts' band "corpus, uncalibrated" (a review).  The band is the corpus's with the calibration's
+    held-out error set aside for the acceptance each window measures, and both now say that, in model_error's words
+    (one home); without a calibration they still say "corpus, uncalibrated"."""
+    import yaml
+
+    why = "cal.yaml's held-out error is of its runs' own acceptance, not the acceptance each window measures"
+    for cal, said in (([], "corpus, uncalibrated"), (["--calibration", str(eagle3_calibration)], f"corpus: {why}")):
+        flags = cal or ["--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b"]
+        with _serve(day, "vllm@0.26.0") as server:
+            code = main(["watch", "--url", server.url, "--interval", "0.25", "--once", *flags])
+        out = capsys.readouterr().out
+        assert code in (0, 3, 4, 5)
+        header = "the break-even of your engine, calibrated by cal.yaml" if cal else "the break-even of the engine's"
+        assert header in out
+        (summary,) = [line for line in out.splitlines() if line.startswith("windows judged: ")]
+        assert summary.endswith(f"of 1; {said})"), summary
+        rules = tmp_path / f"rules{len(cal)}.yaml"
+        target = [] if cal else ["--target", "llama-3.1-8b"]
+        assert main(["watch", *flags, *target, "--gamma", "3", "--alert-rules", str(rules)]) == 0
+        capsys.readouterr()
+        (alert,) = [
+            r
+            for g in yaml.safe_load(rules.read_text())["groups"]
+            for r in g["rules"]
+            if r.get("alert") == "SpeculationCostsMoreThanItSavesEngineOnly"
+        ]
+        assert f"its error of ±6.85% ({said}), tabulated" in alert["annotations"]["description"]
+        assert ("uncalibrated" in alert["annotations"]["description"]) is not bool(cal)
+
+
 def test_a_calibration_of_no_acceptance_of_its_own_keeps_its_error_in_the_watch(eagle3_calibration):
     """The Judge (the library's watch) makes the command's choice: a calibration's error is set aside where it is of
     its runs' own acceptance, and kept where the runs recorded none (all pinned: judged_acceptance None)."""

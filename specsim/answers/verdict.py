@@ -105,17 +105,27 @@ def judged_at(dep, acceptance: object, label: str):
 def model_error(dep) -> ModelError:
     """The error of the speedups ``dep``'s answers give: its calibration's held-out error where it keeps one (the
     ``held_out_error`` of its :class:`~specsim.engines.base.EnginePreset`), else the corpus's, with why not the
-    calibration's.
+    calibration's where one was given (in the basis and the short name both: a calibrated answer judged by the corpus's
+    error is not an uncalibrated one).
 
     >>> from specsim.speculation.deployment import Deployment
     >>> model_error(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")).short
     'corpus, uncalibrated'
+    >>> import dataclasses
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    >>> why = "c.yaml's held-out error is of its runs' own acceptance, not alpha 0.8"
+    >>> aside = dataclasses.replace(dep.engine, held_out_error=(None, why))
+    >>> model_error(dataclasses.replace(dep, engine=aside)).short
+    "corpus: c.yaml's held-out error is of its runs' own acceptance, not alpha 0.8"
     """
     held = getattr(dep.engine, "held_out_error", None)
     if held is not None and held[0] is not None:
         return ModelError(float(held[0]), str(held[1]), f"{dep.engine.calibration_file} held out")
-    why = "" if held is None else f"{held[1]}: "
-    return ModelError(CORPUS_SPEEDUP_ERROR, why + CORPUS_SPEEDUP_ERROR_SOURCE, "corpus, uncalibrated")
+    if held is None:
+        return ModelError(CORPUS_SPEEDUP_ERROR, CORPUS_SPEEDUP_ERROR_SOURCE, "corpus, uncalibrated")
+    # A calibrated answer whose calibration's error was set aside: the band is the corpus's, and its short name says
+    # why, not "uncalibrated", which read as though the answer (a watch's calibrated break-even) were (a review).
+    return ModelError(CORPUS_SPEEDUP_ERROR, f"{held[1]}: {CORPUS_SPEEDUP_ERROR_SOURCE}", f"corpus: {held[1]}")
 
 
 def verdict(gain: float, error: ModelError, picked: bool) -> str:
