@@ -808,6 +808,14 @@ def test_the_watch_sets_a_calibrations_held_out_error_aside_and_says_why(day, ea
         assert header["model_error"]["share"] == CORPUS_SPEEDUP_ERROR and "±6.85%" in said
         assert header["model_error"]["basis"] == (why if cal else "") + CORPUS_SPEEDUP_ERROR_SOURCE
         assert said.endswith(header["model_error"]["basis"])
+        # the provenance's line of the calibration's held-out error says it is the fit's, not this watch's (it said
+        # the fit's error alone, as though the verdicts allowed it: a review), in the words an answer at --alpha uses
+        fit = read_calibration(str(eagle3_calibration)).said()
+        held = [line for line in header["provenance"] if line.startswith(fit)]
+        not_ours = (
+            "; that is the fit's error, not this answer's, whose acceptance (the acceptance each window measures)"
+        )
+        assert held == ([f"{fit}{not_ours} no run judged"] if cal else []), held
         assert summary["model_error"] == header["model_error"] and code == summary["exit_code"]
         assert rows and all(r["model"]["error"] == CORPUS_SPEEDUP_ERROR for r in rows if r["model"] is not None)
 

@@ -153,10 +153,13 @@ def model_options(args: argparse.Namespace, prefix: str = "") -> dict:
     return {k: v for k, v in opts.items() if v is not None}
 
 
-def deployment(args: argparse.Namespace, *, draft: bool = True):
+def deployment(args: argparse.Namespace, *, draft: bool = True, judged_at: str | None = None):
     """The deployment the flags describe: --hardware, --target (or --model), --draft, --timing, --engine, the model
     options and --calibration (:meth:`specsim.speculation.deployment.Deployment.build`), with the engine's round-term
-    flags over the preset's; ``draft`` False builds one that only decodes (``steptime``)."""
+    flags over the preset's; ``draft`` False builds one that only decodes (``steptime``).  ``judged_at``: the
+    acceptance, in words, a command's answers are at where no flag gives one and it is not a calibration's runs' own
+    (watch: :data:`specsim.watch.judge.LIVE_ACCEPTANCE`), which sets a calibration's held-out error aside and says so
+    beside the calibration's line, as an acceptance flag does."""
     from specsim.cli.report import progress
     from specsim.speculation.deployment import Deployment
 
@@ -197,10 +200,13 @@ def deployment(args: argparse.Namespace, *, draft: bool = True):
     if cal is not None and cal.drafter is not None and not cal.drafts_with(named):
         unjudged.append(f"drafter ({named})")  # its rounds and acceptance are the preset's, not the runs' drafter's
     given = acceptance_flag(args)
+    label = None if given is None else f"the one {given} gives"  # (the flag's text: not the runs' acceptance)
+    if given is None and judged_at is not None:
+        given = label = judged_at
     if cal is not None and given is not None and cal.acceptance is not None:
         # The fit's speculative held-out error is of its runs at their own acceptance (each load's predicted with the
         # acceptance of the others): an acceptance given in its place is one no run judged a speedup at.
-        engine = engine.judged_at(given, f"the one {given} gives")  # (the flag's text: not the runs' acceptance)
+        engine = engine.judged_at(given, label)
         unjudged.append(f"acceptance ({given})")
     if unjudged:  # the fit's held-out error no longer describes this answer
         held = cal.said()

@@ -206,6 +206,7 @@ def _deployment(args, model: str | None):
     """The deployment to model, with the lines that say what was taken for what the user did not give."""
     from specsim.cli.args import calibration, deployment
     from specsim.describe.models import get_model
+    from specsim.watch.judge import LIVE_ACCEPTANCE
 
     said = []
     cal = calibration(args)
@@ -225,7 +226,9 @@ def _deployment(args, model: str | None):
         raise ValueError(
             "name the drafter the engine runs with --draft (a draft model, eagle3, mtp, ngram, ...): its metrics do not say"
         )
-    dep = deployment(args)
+    # Each window is judged at the acceptance it measures, never the calibration's runs' own: its held-out error set
+    # aside, and the calibration's line in the provenance saying it is the fit's error, not this watch's.
+    dep = deployment(args, judged_at=LIVE_ACCEPTANCE)
     if model is not None and not said:
         try:
             served = get_model(model)
