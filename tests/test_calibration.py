@@ -2375,6 +2375,47 @@ def test_a_run_judged_by_its_throughput_alone_with_a_duration_past_a_year_is_ref
         assert not out.exists()
 
 
+def test_the_speculative_runs_server_takes_its_own_max_num_seqs_said_and_kept_per_arm(tmp_path, capsys):
+    """--max-num-seqs was one limit for both arms, but a plain and a speculating server are often started with
+    different ones, and no vllm bench serve file records the server's (0.14.1's keys are the client's alone:
+    tests/data/do-gtc-2026/rate-1.0.json).  --spec-max-num-seqs gives the speculative runs' own: the note says which
+    limit each arm took and where from, the serving model queues the speculative runs past it (and not the plain
+    ones), and the file keeps both (serving.spec_max_num_seqs, read back as the preset's served limits)."""
+    from specsim.calibration.file import read_calibration
+
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]
+    notes = _json([*argv, "--max-num-seqs", "1024", "--spec-max-num-seqs", "48", "--out", str(out)], capsys)["notes"]
+    (limits,) = [n for n in notes if n.startswith("engine limits: ")]
+    assert limits.startswith("engine limits: max_num_seqs 1024 (48 speculating)"), limits
+    assert limits.endswith(
+        "; max_num_seqs of the plain runs 1024 (--max-num-seqs), of the speculative runs 48 (--spec-max-num-seqs)"
+    ), limits
+    queued = "speculative runs at concurrency 64 have more users or requests at once than the engine's max_num_seqs 48"
+    assert any(n.startswith(queued) for n in notes), notes
+    assert read_calibration(str(out)).served_limits[:3] == (1024, 8192, 48)
+    # --max-num-seqs alone is both arms', and said so
+    (limits,) = [n for n in _json([*argv, "--max-num-seqs", "1024"], capsys)["notes"] if n.startswith("engine lim")]
+    assert limits.endswith(
+        "of the plain runs 1024 (--max-num-seqs), of the speculative runs 1024 (--max-num-seqs, both arms)"
+    ), limits
+    # hostile input: one line, exit 2, nothing written
+    out.unlink()
+    for extra, said in (
+        (["--spec-max-num-seqs", "0"], "--spec-max-num-seqs"),
+        (["--spec-max-num-seqs", "8"], "give --max-num-seqs and --spec-max-num-seqs as the runs were served with"),
+    ):
+        assert main([*argv, *extra, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0], err
+        assert not out.exists()
+    plain = ["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", "--hardware", "h100"]
+    assert main([*plain, "--spec-max-num-seqs", "48"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--spec-max-num-seqs is the max_num_seqs the speculative runs' server" in err[0], err
+
+
 def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_and_past_other_limits_said(
     tmp_path, capsys
 ):

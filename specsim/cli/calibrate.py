@@ -162,15 +162,24 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         same = next((f for f in read if f.exists() and f.resolve() == out.resolve()), None)
         if same is not None:
             raise ValueError(f"--out {args.out} is {same}, which calibrate-engine reads: give another file")
-    limits = None  # neither given: the library takes the engine's own on the GPU and says so in the notes
-    if args.max_num_seqs is not None or args.max_batched_tokens is not None:
-        limits, said = engine_limits(
-            args, get_engine(engine), load_hardware(hardware), offline=all(c.run.kind == "batch" for c in runs)
+    limits = None  # none given: the library takes the engine's own on the GPU and says so in the notes
+    spec_seqs = getattr(args, "spec_max_num_seqs", None)
+    if spec_seqs is not None and not any(c.kind == "spec" for c in runs):
+        raise ValueError(
+            "--spec-max-num-seqs is the max_num_seqs the speculative runs' server was started with: give it with "
+            "--spec FILE, or drop it"
         )
+    if args.max_num_seqs is not None or args.max_batched_tokens is not None or spec_seqs is not None:
+        preset = get_engine(engine)
+        limits, said = engine_limits(
+            args, preset, load_hardware(hardware), offline=all(c.run.kind == "batch" for c in runs)
+        )
+        limits = _spec_limits(limits, spec_seqs, preset)
         notes += [f"engine limits: {limits.label}"]
-        notes[-1] += said
-    if args.max_num_seqs is not None and (past := past_max_num_seqs(runs, limits)) is not None:
-        raise ValueError(f"{past}: give --max-num-seqs as the runs were served with")
+        notes[-1] += said + _arms_said(args, limits, runs)
+    if (args.max_num_seqs or spec_seqs) is not None and (past := past_max_num_seqs(runs, limits)) is not None:
+        flags = "--max-num-seqs" + ("" if spec_seqs is None else " and --spec-max-num-seqs")
+        raise ValueError(f"{past}: give {flags} as the runs were served with")
     prefix_hit = _prefix_hit(args, engine, runs)
 
     with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
@@ -202,6 +211,37 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         return 0
     _print_fit(result.fit, result.deployment, summary, result.notes, out, result.floor)
     return 0
+
+
+def _spec_limits(limits, spec_seqs: int | None, preset):
+    """``limits`` with the speculative runs' server's max_num_seqs ``spec_seqs`` (``--spec-max-num-seqs``; None: as
+    they are), refused where the engine would not start with it (vLLM: a token budget below it)."""
+    from specsim.serving.steady import check_limits
+
+    if spec_seqs is None:
+        return limits
+    limits = dataclasses.replace(limits, spec_max_num_seqs=None if spec_seqs == limits.max_num_seqs else spec_seqs)
+    check_limits(preset, limits.arm(True), ("--max-batched-tokens", "--spec-max-num-seqs"))
+    return limits
+
+
+def _arms_said(args: argparse.Namespace, limits, runs: list) -> str:
+    """Which max_num_seqs each kind of run was fitted with and where it comes from: ``--max-num-seqs`` for both arms
+    unless ``--spec-max-num-seqs`` gives the speculative runs' own (a plain server and a speculating one are often
+    started with different limits: no ``vllm bench serve`` file records the server's, 0.14.1's keys are the client's
+    alone, tests/data/do-gtc-2026/rate-1.0.json), else the engine's own."""
+    plain_from = "--max-num-seqs" if args.max_num_seqs is not None else "the engine's own"
+    spec = getattr(args, "spec_max_num_seqs", None)
+    if spec is not None:
+        spec_from = "--spec-max-num-seqs"
+    elif limits.spec_max_num_seqs is not None:
+        spec_from = "the engine's own speculating"
+    else:
+        spec_from = plain_from + (", both arms" if args.max_num_seqs is not None else "")
+    arms = [f"the plain runs {limits.max_num_seqs} ({plain_from})"]
+    if any(c.kind == "spec" for c in runs):
+        arms.append(f"the speculative runs {int(limits.seqs(True))} ({spec_from})")
+    return "; max_num_seqs of " + ", of ".join(arms)
 
 
 def _value(t) -> str:
@@ -513,8 +553,16 @@ def _parser_calibrate_engine(sub) -> None:
         "--max-num-seqs",
         type=int_at_least(1, "max-num-seqs", 65536),
         default=None,
-        help="the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; both arms; "
-        f"default: {SEQS}): more users than this queue",
+        help="the engine's max_num_seqs the runs were served with (SGLang --max-running-requests; both arms unless "
+        f"--spec-max-num-seqs; default: {SEQS}): more users than this queue",
+    )
+    p.add_argument(
+        "--spec-max-num-seqs",
+        type=int_at_least(1, "spec-max-num-seqs", 65536),
+        default=None,
+        help="the max_num_seqs the speculative runs' server was started with, where it was not the plain runs' "
+        "(default: --max-num-seqs; none given: the engine's own, SGLang's 48 speculating); no benchmark file records "
+        "the server's",
     )
     p.add_argument(
         "--max-batched-tokens",
