@@ -254,7 +254,35 @@ def test_a_file_whose_one_document_is_not_an_object_is_named_without_a_record_nu
     with pytest.raises(ValueError) as err:
         read_bench_file(tmp_path / "f.json")
     head, _, tail = said.partition(" ... ")
-    assert str(err.value).startswith(head) and str(err.value).endswith(tail) and "#" not in str(err.value)
+    assert str(err.value).startswith(f"{tmp_path}/{head}") and str(err.value).endswith(tail)
+    assert "#" not in str(err.value)
+
+
+def test_an_error_reading_a_benchmark_file_names_its_path_as_given(tmp_path, monkeypatch, capsys):
+    """vllm bench serve names a file by its load, so a plain and a speculative sweep kept in two folders share their
+    names; an error reading one named its base name alone ("rate-1.0.json#1: ..."), which told neither apart.  It
+    names the path as the user gave it now, relative or not."""
+    rec = json.loads(Path(f"{BENCH}/vllm-plain.jsonl").read_text().splitlines()[1])
+    for folder, record in (("plain", rec), ("spec", rec | {"duration": 1e9})):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "rate-1.0.json").write_text(json.dumps(record))
+    said = "#1: duration must be a number of seconds in (0, 3.2e+07] (a year), got 1e+09"
+    with pytest.raises(ValueError) as err:
+        read_bench_file(tmp_path / "spec" / "rate-1.0.json")
+    assert str(err.value).startswith(f"{tmp_path}/spec/rate-1.0.json{said}"), err.value
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "calibrate-engine",
+        "--plain",
+        "plain/rate-1.0.json",
+        "--spec",
+        "./spec/rate-1.0.json",
+        "--hardware",
+        "h100",
+    ]
+    assert main([*argv, "--draft", "eagle3", "--steps", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"specsim calibrate-engine: error: ./spec/rate-1.0.json{said}"), err
 
 
 def test_a_plan_result_with_a_byte_order_mark_is_still_checked_for_its_concurrency(tmp_path, capsys):

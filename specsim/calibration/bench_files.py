@@ -50,6 +50,7 @@ is the mean prompt plus half the mean output (:func:`specsim.core.workloads.mean
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -528,8 +529,8 @@ def _acceptance(where: str, record: dict, tool: str) -> float | None:
     return al
 
 
-def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = "mean") -> BenchRun:
-    where = f"{path.name}#{index}"
+def _serve_run(path: str, index: int, record: object, tool: str, prefer: str = "mean") -> BenchRun:
+    where = f"{path}#{index}"
     if not isinstance(record, dict):
         raise ValueError(f"{where}: a {tool} result is a JSON object, got {type(record).__name__}")
     completed = _number(where, record, "completed")
@@ -594,7 +595,7 @@ def _serve_run(path: Path, index: int, record: object, tool: str, prefer: str = 
         (tpot_stat, ttft_stat, e2e_stat),
     )
     return BenchRun(
-        str(path),
+        str(Path(path)),
         index,
         tool,
         model,
@@ -762,19 +763,19 @@ def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str,
     return f"concurrency {int(streams)}", "concurrency", float(int(streams))
 
 
-def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[BenchRun]:
+def _guidellm_runs(path: str, report: dict, prefer: str = "mean") -> list[BenchRun]:
     version = (report.get("metadata") or {}).get("version") if isinstance(report.get("metadata"), dict) else None
     if version not in (1, 2):
         raise ValueError(
-            f"{path.name}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)"
+            f"{path}: GuideLLM report schema version {version!r}; read: 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)"
         )
     benchmarks = report.get("benchmarks")
     if not isinstance(benchmarks, list) or not benchmarks:
-        raise ValueError(f"{path.name}: a GuideLLM report holds a non-empty list 'benchmarks'")
+        raise ValueError(f"{path}: a GuideLLM report holds a non-empty list 'benchmarks'")
     runs = []
-    dataset = _guidellm_data(path.name, report)
+    dataset = _guidellm_data(path, report)
     for index, bench in enumerate(benchmarks, start=1):
-        where = f"{path.name}#{index}"
+        where = f"{path}#{index}"
         if not isinstance(bench, dict) or not isinstance(bench.get("metrics"), dict):
             raise ValueError(f"{where}: a GuideLLM benchmark is an object with 'metrics'")
         strategy = (bench.get("config") or {}).get("strategy") if isinstance(bench.get("config"), dict) else None
@@ -833,7 +834,7 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
         )
         runs.append(
             BenchRun(
-                str(path),
+                str(Path(path)),
                 index,
                 "guidellm",
                 model,
@@ -865,18 +866,19 @@ def _guidellm_runs(path: Path, report: dict, prefer: str = "mean") -> list[Bench
     return runs
 
 
-def _records(path: Path) -> list:
-    """The file's JSON: one document, or JSON lines (vLLM's --append-result, SGLang's --output-file)."""
+def _records(path: str) -> list:
+    """The file's JSON (``path``: as the user gave it, which messages name): one document, or JSON lines (vLLM's
+    --append-result, SGLang's --output-file)."""
     from specsim.core.files import read_text
 
-    size = path.stat().st_size
+    size = Path(path).stat().st_size
     if size > MAX_JSON_BYTES:
         raise ValueError(f"benchmark file {str(path)!r} is {size:,} bytes; the limit is {MAX_JSON_BYTES:,}")
-    text = read_text(path, "benchmark file")
+    text = read_text(Path(path), "benchmark file")
     if not text.strip():
-        raise ValueError(f"{path.name}: the file is empty; a benchmark file holds one run's JSON, or one per line")
+        raise ValueError(f"{path}: the file is empty; a benchmark file holds one run's JSON, or one per line")
     try:
-        return [loads_json(text, path.name, allow_infinity=True)]
+        return [loads_json(text, path, allow_infinity=True)]
     except ValueError as err:
         if "Extra data" not in str(err):
             raise
@@ -885,58 +887,58 @@ def _records(path: Path) -> list:
         line = line.removeprefix("\ufeff")  # files saved with a byte-order mark each, then joined by cat
         if line.strip():
             if len(records) >= MAX_RUNS_PER_FILE:
-                raise ValueError(f"{path.name}: more than {MAX_RUNS_PER_FILE} runs in one file")
-            records.append(loads_json(line, f"{path.name}, line {number}", allow_infinity=True))
+                raise ValueError(f"{path}: more than {MAX_RUNS_PER_FILE} runs in one file")
+            records.append(loads_json(line, f"{path}, line {number}", allow_infinity=True))
     return records
 
 
-def _tool_of(path: Path, record: dict) -> str:
+def _tool_of(path: str, record: dict) -> str:
     if "benchmarks" in record and "metadata" in record:
         return "guidellm"
     if "benchmarks" in record and set(record) <= {"args", "benchmarks"}:
         # GuideLLM writes metadata.version from 0.5.0; 0.4's report is args and benchmarks alone
         # (src/guidellm/benchmark/schemas/generative/report.py at v0.4.0 and v0.5.0)
         raise ValueError(
-            f"{path.name}: a GuideLLM report with no metadata.version, as GuideLLM 0.4 and older wrote; read: schema "
+            f"{path}: a GuideLLM report with no metadata.version, as GuideLLM 0.4 and older wrote; read: schema "
             "version 1 (GuideLLM 0.5 and 0.6), 2 (0.7 and later)"
         )
     for engine in _CLIENTS:
         if engine.bench_files.recognises(record):
             return engine.name
-    raise ValueError(f"{path.name}: not a benchmark file specsim reads; read: " + "; ".join(TOOLS.values()))
+    raise ValueError(f"{path}: not a benchmark file specsim reads; read: " + "; ".join(TOOLS.values()))
 
 
 def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
-    """Every run of one benchmark file, its tool detected from its keys; refused with one line if it is none of them.
-    ``prefer``: the statistic of the latencies read where a record holds both ("mean" or "median"; the other where it
-    holds one)."""
+    """Every run of one benchmark file, its tool detected from its keys; refused with one line if it is none of them,
+    the line naming the file as ``path`` gives it (its base name alone did not tell two files of one name in two
+    folders apart: vllm bench serve names a file by its load).  ``prefer``: the statistic of the latencies read
+    where a record holds both ("mean" or "median"; the other where it holds one)."""
     if prefer not in ("mean", "median"):
         raise ValueError(f"prefer must be 'mean' or 'median', got {prefer!r}")
-    p = Path(path)
+    given = os.fspath(path)
+    p = Path(given)
     if not p.is_file():
         from specsim.core.limits import not_a_file
 
-        raise ValueError(f"benchmark file {str(p)!r} {not_a_file(p)}")
-    records = _records(p)
+        raise ValueError(f"benchmark file {given!r} {not_a_file(p)}")
+    records = _records(given)
     if not records:
-        raise ValueError(f"{p.name}: no benchmark runs in the file")
+        raise ValueError(f"{given}: no benchmark runs in the file")
     runs: list[BenchRun] = []
     for index, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(
                 type(record), "a number"
             )
-            where = (
-                f"{p.name}#{index}" if len(records) > 1 else p.name
-            )  # the file's one document: no record to point at
+            where = f"{given}#{index}" if len(records) > 1 else given  # the file's one document: no record to point at
             raise ValueError(f"{where}: a benchmark result is a JSON object ({{...}}), got {kind}")
-        tool = _tool_of(p, record)
+        tool = _tool_of(given, record)
         if tool == "guidellm":
-            runs += _guidellm_runs(p, record, prefer)
+            runs += _guidellm_runs(given, record, prefer)
         else:
-            runs.append(_serve_run(p, index, record, tool, prefer))
+            runs.append(_serve_run(given, index, record, tool, prefer))
     if len(runs) > MAX_RUNS_PER_FILE:
-        raise ValueError(f"{p.name}: more than {MAX_RUNS_PER_FILE} runs in one file")
+        raise ValueError(f"{given}: more than {MAX_RUNS_PER_FILE} runs in one file")
     return runs
 
 
