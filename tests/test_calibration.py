@@ -221,6 +221,45 @@ def test_a_guidellm_rate_capped_by_max_concurrency_is_the_closed_loop_where_the_
     assert run.concurrency == (64 if load.startswith("concurrency") else None)
 
 
+def test_a_guidellm_load_counts_every_request_in_flight_and_its_totals_add_up(tmp_path):
+    """GuideLLM's request_concurrency.successful is the successful requests' concurrency alone; an errored request or
+    one cut off at the benchmark's end held its place in the engine and under max_concurrency while in flight, and
+    .total (written beside it from 0.5: src/guidellm/schemas/statistics.py, 0.7.3) counts it.  The cap's test and a
+    throughput run's concurrency read .successful: 20/s under a cap of 64 with 63 in flight, 22 of them requests that
+    went on to succeed, was read as Poisson arrivals at 20/s.  request_totals.total is successful + incomplete +
+    errored (GenerativeMetrics.compile, src/guidellm/benchmark/schemas/metrics.py, 0.7.3); one that is not is refused."""
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    path = tmp_path / "g.json"
+
+    def read(strategy, successful, total, totals=None):
+        bench = json.loads(json.dumps(report["benchmarks"][3]))
+        bench["config"]["strategy"] = strategy
+        concurrency = bench["metrics"]["request_concurrency"]
+        concurrency["successful"]["mean"] = successful
+        concurrency["total"] = dict(concurrency["successful"], mean=total)
+        bench["metrics"]["request_totals"] |= totals or {"incomplete": 64, "errored": 10, "total": 274}
+        path.write_text(json.dumps(report | {"benchmarks": [bench]}))
+        (run,) = read_bench_file(path)
+        return run
+
+    run = read({"type_": "poisson", "rate": 20.0, "max_concurrency": 64}, 22.0, 63.0)
+    assert (run.load, run.concurrency, run.failed) == ("concurrency 64", 64, 74)
+    assert run.rate_per_s == pytest.approx(22.0 / run.e2e_s)  # the successful requests' completions, as `completed`
+    run = read({"type_": "poisson", "rate": 20.0, "max_concurrency": 64}, 10.0, 12.0)
+    assert run.load == "rate 20/s"  # the cap unreached, every request counted
+    assert read({"type_": "throughput"}, 40.0, 60.0).load == "concurrency 60"
+    with pytest.raises(ValueError) as err:
+        read({"type_": "concurrent", "streams": 64}, 50.0, 90.0)
+    assert str(err.value).endswith(
+        "#1: a mean of 90 requests in flight at 64 stream(s) is more than the load lets in: "
+        "these fields are not of one run"
+    )
+    with pytest.raises(ValueError) as err:
+        read({"type_": "concurrent", "streams": 64}, 50.0, 60.0, {"incomplete": 3, "errored": 0, "total": 200})
+    said = "metrics.request_totals.total 200 is not successful + incomplete + errored (200 + 3): these counts"
+    assert said in str(err.value)
+
+
 @pytest.mark.parametrize("name", ["vllm-plain.jsonl", "sglang-eagle3.jsonl", "guidellm-eagle3.json"])
 def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
     # Windows tools (Notepad, PowerShell's Out-File -Encoding utf8 before PowerShell 6) save UTF-8 with a byte-order

@@ -736,6 +736,19 @@ def _guidellm_failed(where: str, totals: dict) -> int:
     return failed
 
 
+def _guidellm_in_flight(where: str, metrics: dict) -> float:
+    """A GuideLLM benchmark's mean requests in flight of every status: ``request_concurrency.total`` (GuideLLM 0.5 and
+    later write it beside ``successful``, the time-weighted concurrency of all the benchmark's requests:
+    StatusDistributionSummary.concurrency_distribution_from_timings, src/guidellm/schemas/statistics.py, 0.7.3
+    L898-906), for an errored or cut-off request held its place in the engine and under the cap while in flight;
+    ``successful`` (the successful requests' alone) where the report keeps no total (a report trimmed to it, as
+    examples/bench's are, whose requests all succeeded)."""
+    summary = metrics.get("request_concurrency")
+    if isinstance(summary, dict) and isinstance(summary.get("total"), dict):
+        return _number(f"{where}: metrics.request_concurrency.total", summary["total"], "mean", positive=False)
+    return _mean(where, metrics, "request_concurrency")
+
+
 def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str, float]:
     """(label, kind, value) of a GuideLLM benchmark's load (its strategy's type_: src/guidellm/scheduler/strategies.py,
     0.7.3).  A constant or poisson rate with a max_concurrency (which GuideLLM's sweep passes to every rate:
@@ -750,7 +763,7 @@ def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str,
     if kind == "synchronous":
         return "concurrency 1", "concurrency", 1.0
     if kind == "throughput":  # as many requests as the server takes: a closed loop at the concurrency it measured
-        value = float(max(1, round(_mean(where, metrics, "request_concurrency"))))
+        value = float(max(1, round(_guidellm_in_flight(where, metrics))))
         return f"concurrency {int(value)}", "concurrency", value
     key = "streams" if kind == "concurrent" else "max_concurrency"
     streams = _number(where, strategy, key, optional=kind != "concurrent")
@@ -758,7 +771,7 @@ def _guidellm_load(where: str, strategy: dict, metrics: dict) -> tuple[str, str,
         raise ValueError(f"{where}: config.strategy.{key} must be a whole number of streams, got {strategy[key]!r}")
     if kind != "concurrent":
         rate = _number(where, strategy, "rate")
-        if streams is None or not _cap_binds(_mean(where, metrics, "request_concurrency"), streams):
+        if streams is None or not _cap_binds(_guidellm_in_flight(where, metrics), streams):
             return f"rate {rate:g}/s", "rate", rate
     return f"concurrency {int(streams)}", "concurrency", float(int(streams))
 
@@ -800,6 +813,14 @@ def _guidellm_runs(path: str, report: dict, prefer: str = "mean") -> list[BenchR
         if isinstance(completed, bool) or not isinstance(completed, int) or completed < 1:
             raise ValueError(f"{where}: metrics.request_totals.successful must be a positive count, got {completed!r}")
         failed = _guidellm_failed(where, totals)
+        total = totals.get("total", completed + failed)
+        if isinstance(total, bool) or total != completed + failed:
+            # GuideLLM writes total = successful + incomplete + errored (GenerativeMetrics.compile,
+            # src/guidellm/benchmark/schemas/metrics.py, 0.7.3 L876-881): a total that is not is of another report
+            raise ValueError(
+                f"{where}: metrics.request_totals.total {total!r} is not successful + incomplete + errored "
+                f"({completed} + {failed}): these counts are not of one run"
+            )
         if tpot_s <= 0 or latency <= 0:
             raise ValueError(f"{where}: inter_token_latency_ms and request_latency must be positive")
         if output < 2:
@@ -810,11 +831,11 @@ def _guidellm_runs(path: str, report: dict, prefer: str = "mean") -> list[BenchR
             raise ValueError(
                 f"{where}: metrics.request_concurrency.successful.mean must be positive, got {concurrency:g}"
             )
-        streams = _concurrency(load)
-        if streams is not None and concurrency > LITTLE_SLACK * streams:
+        streams, in_flight = _concurrency(load), _guidellm_in_flight(where, m)
+        if streams is not None and max(concurrency, in_flight) > LITTLE_SLACK * streams:
             raise ValueError(
-                f"{where}: a mean of {concurrency:g} requests in flight at {streams} stream(s) is more than the "
-                "load lets in: these fields are not of one run"
+                f"{where}: a mean of {max(concurrency, in_flight):g} requests in flight at {streams} stream(s) is more "
+                "than the load lets in: these fields are not of one run"
             )
         batch = max(1.0, concurrency * tpot_s * (output - 1) / latency)
         try:
