@@ -752,6 +752,42 @@ def _at_speedup(judge, window, target: float) -> Window:
     return dataclasses.replace(window, acceptance_length=(lo + hi) / 2)
 
 
+def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the_engine_has_no_room(dep):
+    """The watch picked its best gamma (the schedule it proposes, the gamma a costly window names) on its own rule, the
+    served TPOT ratio with only non-finite values left out, while optimal-gamma at a rate picks on LoadAnswer.scores():
+    under --memory-util 0.23 an 8,000-token prompt leaves the speculating engine no room for one request beside the
+    draft's weights, and the watch named a speculating gamma there at a modelled 1.9x.  It picks on scores() now (the
+    one home): plain decoding, as the answers do at that rate with those limits."""
+    from specsim.answers.load import load_answer
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    limits = EngineLimits(256, 8192)
+    judge = Judge(dep, limits, memory_utilization=0.23)
+    window = Window(
+        0.0,
+        60.0,
+        "m",
+        1,
+        "",
+        drafts=3000.0,
+        acceptance_length=float(tokens_per_round(0.9, 3)),
+        per_position=None,
+        gamma=3,
+        requests_per_s=0.05,
+        input_tokens=8000.0,
+        output_tokens=256.0,
+    )
+    rows = np.arange(judge.gamma_max + 1)
+    state = judge.state(np.array([[0.9]]), rows[:, None], np.array([0.05]), np.array([8000.0]), np.array([256.0]), 8)
+    held = np.broadcast_to(np.asarray(state.limited_by), state.tpot_s.shape)[:, 0]
+    assert held[0] != "no room" and (held[1:] == "no room").all()  # the case: no speculating gamma has room
+    (j,) = judge.judge([window], spread=[0.001])
+    assert j.best_gamma == 0, j.best_gamma
+    answer = load_answer(dep, 0.9, "alpha 0.9", "rate", [0.05], 8000, 256, limits=limits, memory_utilization=0.23)
+    assert int(np.asarray(answer.state.gamma)[answer.best[0], 0]) == j.best_gamma
+
+
 def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries(dep):
     """A window whose modelled speedup is 1.04x, its acceptance known to +-0.002, said "pays" (the interval above the
     break-even) where optimal-gamma at the same load and acceptance says "too close to call" (a review): the watch

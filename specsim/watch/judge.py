@@ -249,6 +249,7 @@ class Judge:
         """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
         gives per window the standard deviation of its acceptance length (None: :func:`acceptance_interval`'s own, the
         request as the unit)."""
+        from specsim.answers.load import scores
         from specsim.speculation.acceptance import alpha_from_acceptance_length
         from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
         from specsim.speculation.search import argmax_gamma
@@ -270,9 +271,13 @@ class Judge:
             rows = np.arange(self.gamma_max + 1)
             state = self.state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
             ratio = _served_ratio(state)  # (gamma, window)
-            # The best as the schedule the watch writes takes it (load_schedule's rtol): the smallest gamma within 1% of
-            # the most, so that two gammas within noise of each other do not trade places window after window.
-            best = argmax_gamma(np.where(np.isfinite(ratio), ratio, -np.inf), DEFAULT_SCHEDULE_RTOL)
+            # The best as optimal-gamma picks it at a rate, on the one rule of the answers (scores: a gamma whose engine
+            # has no room for one of the window's requests beside its weights is never picked, and one that falls behind
+            # the rate loses to one that keeps up), where the watch's own rule on this ratio picked a gamma with no room
+            # (1.9x at 8,000-token prompts under --memory-util 0.23, tests/test_watch.py); as the schedule the watch
+            # writes takes it (load_schedule's rtol): the smallest gamma within 1% of the most, so that two gammas
+            # within noise of each other do not trade places window after window.
+            best = argmax_gamma(scores(state, "rate"), DEFAULT_SCHEDULE_RTOL)
             # The break-even on the alpha grid at the gamma in use.
             grid = self.state(
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
