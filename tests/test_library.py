@@ -1272,3 +1272,32 @@ def test_every_function_of_the_front_door_has_a_doctest_and_names_each_parameter
         if ">>>" not in doc or unnamed:
             missing[name] = ("no doctest; " if ">>>" not in doc else "") + f"unnamed: {unnamed}"
     assert not missing, missing
+
+
+def test_the_front_doors_searches_refuse_a_context_past_the_positions_as_the_commands_do(capsys):
+    """specsim.round_anatomy answered a round at 1,000,000 cached tokens on Llama-3.1-8B (131,072 positions), and one
+    of 131,070 tokens where vLLM verifies no draft, where ``specsim explain`` refuses both (the second was checked in
+    the command, not the library); specsim.optimal_gamma answered gamma 0 at speedup 1.0 there, and named a NaN
+    context 'gamma_max ... got -9223372036854775808'.  Each is now the line the command prints."""
+    import specsim
+
+    dep = deployment()
+    past = "a context of 1,000,000 tokens is past llama-3.1-8b's max_position_embeddings (131,072)"
+    no_room = "gamma 1 at a context of 131,070 tokens drafts past llama-3.1-8b's last positions"
+    cases = [
+        (lambda: specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 1_000_000), past),
+        (lambda: specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 131_070), no_room),
+        (lambda: specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 131_067, gamma=4), "vLLM verifies 3 draft token(s)"),
+        (lambda: specsim.optimal_gamma(dep, 0.8, [1], 1_000_000), past),
+        (lambda: specsim.optimal_gamma(dep, 0.8, [1], [1128, 1_000_000]), past),
+        (lambda: specsim.optimal_gamma(dep, 0.8, [1], float("nan")), "context must be in [0, 4194304], got nan"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    for context, message in (("1000000", past), ("131070", no_room)):
+        assert main(["explain", *BASE, "--batch", "1", "--context", context]) == 2
+        assert message in capsys.readouterr().err
+    # within the positions both answer, as before
+    assert specsim.optimal_gamma(dep, 0.8, [1], 131_066).gamma.tolist() == [4]
+    assert specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 131_067, gamma=3).rows[0]["gamma"] == 3

@@ -101,10 +101,29 @@ def round_anatomy(
     in sequences (a load's mean decode batch may be a fraction); ``context`` cached tokens per sequence; ``gamma_max``
     the largest gamma searched where ``gamma`` is None.  Times are in seconds (``t_round_s``, ``parts_s``).
 
+    A context past the target's or the draft's ``max_position_embeddings``, or where the target's last positions leave
+    no room for ``gamma`` drafts (one, where ``gamma`` is None: the round it shows), is refused, as ``specsim explain``
+    refuses it (:meth:`~specsim.speculation.deployment.Deployment.require_drafts_within_positions`).
+
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> [(r["batch"], r["gamma"], round(r["speedup"], 3)) for r in round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128).rows]
     [(1, 4, 1.739), (64, 3, 1.717)]
     """
+    return _rounds(dep, acceptance, label, batches, context, gamma, gamma_max, within_positions=True)
+
+
+def _rounds(
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    batches: list,
+    context: float,
+    gamma: int | None,
+    gamma_max: int,
+    within_positions: bool,
+) -> RoundAnatomy:
+    """:func:`round_anatomy`'s rows; ``within_positions``: refuse a context where its rounds cannot run (a load's are
+    at its mean context, its requests already held within the positions by the load's answer)."""
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -117,6 +136,9 @@ def round_anatomy(
         raise ValueError(f"context must be a number of tokens in [0, {MAX_CONTEXT:,}], got {context!r:.60}")
     if gamma is not None:
         gamma = check_int("gamma", gamma, 1, MAX_GAMMA)
+    if within_positions:  # a round past them was answered from the library, as if the engine ran it
+        dep.require_within_positions(int(np.ceil(context)), "a context")
+        dep.require_drafts_within_positions(context, 1 if gamma is None else gamma)
     if gamma is None:
         gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)
     else:
@@ -182,7 +204,9 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
             g = 1 if would is None else would[0]
             if would is not None:
                 spec, speedup = would[1], would[2]
-        a = round_anatomy(dep, acceptance, label, [max(spec["batch_a_request_sees"], 1.0)], context, g).rows[0]
+        a = _rounds(
+            dep, acceptance, label, [max(spec["batch_a_request_sees"], 1.0)], context, g, DEFAULT_GAMMA_MAX, False
+        ).rows[0]
         a["speedup_without_prompts"] = a.pop("speedup")  # the round's at that batch, no prompts beside it
         rows.append(
             a

@@ -569,9 +569,6 @@ def run_explain(args: argparse.Namespace) -> int:
         from specsim.core.files import check_output
 
         out = check_output(args.plot, (".png", ".svg"), "--plot")  # refuse a bad path before computing anything
-    # Every round at --context (the load view's rounds span a request's contexts); a round of one draft at the least,
-    # the one explain shows where none pays: where the positions leave none there is no round to explain.
-    dep.require_drafts_within_positions(args.context, 1 if args.gamma is None else args.gamma)
     answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
     if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
         findings = answer.findings()

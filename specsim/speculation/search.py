@@ -45,6 +45,7 @@ from specsim.speculation.acceptance import (
     tokens_per_round,
 )
 from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
+from specsim.timing.base import check_pass
 
 __all__ = [
     "AT_GAMMA_MAX",
@@ -334,7 +335,9 @@ def optimal_gamma(
     the smallest gamma is picked (0: the best itself).
 
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
-    per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).
+    per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).  A context
+    past the target's or the draft's ``max_position_embeddings`` is refused
+    (:meth:`~specsim.speculation.deployment.Deployment.require_within_positions`), as every answer refuses it.
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> best = optimal_gamma(dep, 0.8, [1, 256], 1128)
@@ -342,7 +345,10 @@ def optimal_gamma(
     ([4, 2], [1.897, 1.594])
     """
     acceptance = checked_acceptance(acceptance)
+    check_pass(batch, 1, context)  # named here: a NaN context was 'gamma_max ... got -9223372036854775808'
     L = np.asarray(context, dtype=float)
+    if L.size:  # past the positions no round runs: such a context was answered gamma 0, speedup 1
+        dep.require_within_positions(int(np.ceil(L.max())), "a context")
     gamma_max = searched_gamma_max(dep, acceptance, gamma_max, context if L.ndim == 0 else None)
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
