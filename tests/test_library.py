@@ -1301,3 +1301,41 @@ def test_the_front_doors_searches_refuse_a_context_past_the_positions_as_the_com
     # within the positions both answer, as before
     assert specsim.optimal_gamma(dep, 0.8, [1], 131_066).gamma.tolist() == [4]
     assert specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 131_067, gamma=3).rows[0]["gamma"] == 3
+
+
+def test_a_notebooks_echo_of_a_search_a_load_or_a_schedule_is_its_answer_not_every_array():
+    """The front door's other results echoed every field: specsim.optimal_gamma over batch 1-256 printed 81,654
+    characters (the round's every array), sim_load's 10 runs of 200 requests every prompt and output length, a
+    RoundAnatomy 5,830 for two batches (each row's provenance), a ScheduleAnswer 2,086 (its capacity's every byte
+    count).  Each now says what it holds in a line; the fields are the dataclasses' as before."""
+    import specsim
+
+    dep = deployment()
+    best = specsim.optimal_gamma(dep, 0.8, np.arange(1, 257), 1128)
+    g, s = best.gamma, best.speedup
+    assert repr(best) == (
+        f"OptimalGamma(256 points, gamma searched 0..16: gamma [{g[0]}, {g[1]}, {g[2]}, ..., {g[-2]}, {g[-1]}], "
+        f"speedup [{s[0]:.3f}, {s[1]:.3f}, {s[2]:.3f}, ..., {s[-2]:.3f}, {s[-1]:.3f}])"
+    )
+    assert repr(specsim.optimal_gamma(dep, 0.8, 1, 1128)).startswith("OptimalGamma(1 point, gamma searched 0..16: ")
+    load = specsim.sim_load(dep, concurrency=32, n=200, lengths=(3000, 500))
+    assert (
+        repr(load)
+        == "SimLoad(10 runs of 200 requests (seeds 0-9), 32 users; closed loop, every request 3000 in, 500 out)"
+    )
+    assert repr(load.request_sets[0]) == (
+        "Requests(200 requests, mean 3,000 tokens in, 500 out; closed loop, every request 3000 in, 500 out)"
+    )
+    poisson = specsim.sim_load(dep, rate=3.0, n=50, runs=1, seed=5).request_sets[0]
+    assert repr(poisson).startswith(f"Requests(50 requests arriving over {poisson.arrival_s[-1]:,.3g} s, mean ")
+    anatomy = specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128)
+    r = anatomy.rows[0]
+    assert repr(anatomy).startswith(
+        f"RoundAnatomy({dep!r}, alpha 0.8, context 1128; batch 1: gamma {r['gamma']} round "
+        f"{r['t_round_s'] * 1e3:.3f} ms {r['speedup']:.3f}x, batch 64: "
+    )
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    schedule = specsim.schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=256)
+    said = "; ".join(f"batch {x.batches}: gamma {x.gamma}" for x in schedule.ranges)
+    assert repr(schedule) == f"ScheduleAnswer({dep!r}, alpha 0.8; {said})"
+    assert max(len(repr(x)) for x in (best, load, anatomy, schedule)) < 400

@@ -29,6 +29,17 @@ class RoundAnatomy:
     #: Part names in the order a round adds them (:meth:`specsim.speculation.deployment.RoundTime.parts`).
     parts: list
 
+    def __repr__(self) -> str:  # a notebook's echo: each batch's round, not every field (rows holds the rest)
+        shown = ", ".join(
+            f"batch {r['batch']:g}: gamma {r['gamma']} round {r['t_round_s'] * 1e3:.3f} ms {r['speedup']:.3f}x"
+            for r in self.rows[:6]
+        )
+        more = f", ... ({len(self.rows)} batches)" if len(self.rows) > 6 else ""
+        return (
+            f"RoundAnatomy({self.deployment!r}, {self.acceptance.split(' (')[0]}, context {self.context:g}; "
+            f"{shown}{more})"
+        )
+
     @property
     def stops_paying(self) -> int | None:
         """The first batch size where the round costs more than plain decoding of the tokens it yields."""

@@ -52,6 +52,16 @@ class ScheduleAnswer:
     on_the_line: tuple = ()
     min_gain: float = DEFAULT_MIN_GAIN  #: speculation only where the predicted gain is at least this
 
+    def __repr__(self) -> str:  # a notebook's echo: the schedule, not every field (ranges and to_dict hold the rest)
+        def what(r) -> str:
+            if hasattr(r, "gamma"):
+                return f"gamma {r.gamma}"
+            return "off" if r.tree is None else r.tree.label()
+
+        shown = "; ".join(f"batch {r.batches}: {what(r)}" for r in self.ranges[:6])
+        more = f"; ... ({len(self.ranges)} ranges)" if len(self.ranges) > 6 else ""
+        return f"ScheduleAnswer({self.deployment!r}, {self.label.split(' (')[0]}; {shown}{more})"
+
     @property
     def judged(self) -> list:
         """The ranges as the table and --json print them: :attr:`ranges` (what an engine is configured with, split

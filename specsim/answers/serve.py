@@ -148,6 +148,22 @@ class SimLoad:
         """Requests over every run (what decides whether spreading the runs over processes pays)."""
         return sum(len(r) for r in self.request_sets)
 
+    def __repr__(self) -> str:  # a notebook's echo: the runs and their requests, not every length (request_sets)
+        seeds = self.seeds
+        said = (
+            f"seed {seeds[0]}"
+            if len(seeds) == 1
+            else f"seeds {seeds[0]}-{seeds[-1]}"
+            if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds)))
+            else f"seeds {', '.join(map(str, seeds[:4]))}" + (", ..." if len(seeds) > 4 else "")
+        )
+        users = f", {counted(self.concurrency, 'user')}" if self.concurrency else ""
+        first = self.request_sets[0] if self.request_sets else None
+        source = f"; {first.source}" if first is not None and first.source else ""
+        sizes = {len(r) for r in self.request_sets}
+        size = f"{next(iter(sizes)):,}" if len(sizes) == 1 else f"{min(sizes):,}-{max(sizes):,}"
+        return f"SimLoad({counted(len(self.request_sets), 'run')} of {size} requests ({said}){users}{source})"
+
 
 def sim_load(
     dep: Deployment,

@@ -64,6 +64,15 @@ class Requests:
                     "where the clock still resolves a microsecond step"
                 )
 
+    def __repr__(self) -> str:  # a notebook's echo: what the requests are, not every length (the arrays hold them)
+        prompt, output = np.asarray(self.prompt, float), np.asarray(self.output, float)
+        over = "" if self.arrival_s is None else f" arriving over {float(np.asarray(self.arrival_s)[-1]):,.3g} s"
+        source = f"; {self.source}" if self.source else ""
+        return (
+            f"Requests({prompt.size:,} requests{over}, mean {prompt.mean():,.0f} tokens in, {output.mean():,.0f} out"
+            f"{source})"
+        )
+
     @classmethod
     def poisson(cls, rate: float, n: int, workload: Workload | str, rng: np.random.Generator) -> "Requests":
         """``n`` requests arriving as a Poisson process of ``rate`` per second."""
