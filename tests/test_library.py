@@ -1339,3 +1339,23 @@ def test_a_notebooks_echo_of_a_search_a_load_or_a_schedule_is_its_answer_not_eve
     said = "; ".join(f"batch {x.batches}: gamma {x.gamma}" for x in schedule.ranges)
     assert repr(schedule) == f"ScheduleAnswer({dep!r}, alpha 0.8; {said})"
     assert max(len(repr(x)) for x in (best, load, anatomy, schedule)) < 400
+
+
+def test_steptime_rows_refuses_what_steptime_refuses(capsys):
+    """steptime refused a target that does not fit and a context past its positions by a check in the command
+    (cli/model.py), while specsim.steptime_rows timed both: Llama-3.1-70B on one H100 (141 GB of weights) at 52.5 ms a
+    step, Qwen3-32B at 1,000,000 cached tokens.  The check is the library's now, and the command's line is its."""
+    import specsim
+    from specsim.speculation.deployment import Deployment
+
+    cases = [
+        (("h100-sxm", "llama-3.1-70b"), 1128, "llama-3.1-70b in bf16 (141.1 GB of weights per GPU) does not fit"),
+        (("h200", "qwen3-32b"), 1_000_000, "a context of 1,000,000 tokens is past qwen3-32b's max_position_embeddings"),
+    ]
+    for (hardware, model), context, message in cases:
+        dep = Deployment.build(hardware, model, timing="roofline", decode_only=True)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            specsim.steptime_rows(dep, [1], [1], [1128, context])
+        argv = ["steptime", "--hardware", hardware, "--model", model, "--timing", "roofline", "--batch", "1"]
+        assert main([*argv, "--context", str(context)]) == 2
+        assert message in capsys.readouterr().err

@@ -575,7 +575,9 @@ def steptime_rows(
     """steptime: one engine iteration of ``dep``'s target per (tokens per sequence, context, batch size), with its
     roofline parts, and the sources of its numbers; ``batches`` decode batch sizes in sequences, ``tokens_per_seq`` the
     tokens each sequence runs in the pass (1 for a decode step, gamma + 1 for a verification) and ``context`` its
-    cached tokens, each a number or a list of them.  Times are in seconds.
+    cached tokens, each a number or a list of them.  Times are in seconds.  A target whose weights do not fit, or a
+    context past its positions, is refused (:func:`deployment_capacity` at the longest context), as ``steptime`` refuses
+    them.
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> rows, sources = steptime_rows(dep, [1, 64], 1, 1128)
@@ -583,9 +585,11 @@ def steptime_rows(
     [(1, 6.156), (64, 9.635)]
     """
     model = dep.target
+    contexts = whole_numbers("context", context, 0, MAX_CONTEXT)
+    # a 70B target on one H100 (141 GB of weights) was timed from the library, where the command refuses it
+    deployment_capacity(dep, max(contexts), None, None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
     qs = whole_numbers("tokens_per_seq", tokens_per_seq, 1, MAX_GAMMA + 1)
-    contexts = whole_numbers("context", context, 0, MAX_CONTEXT)
     provenance = [dep.source.describe(), dep.engine.describe()] + model_assumptions(dep.hardware, [model])
     b = np.array(batches, dtype=float)
     rows = []

@@ -330,7 +330,6 @@ def run_steptime(args: argparse.Namespace) -> int:
             args.context = [runs[0]]
         basis = f" ({ARTICLE_CONTEXT if runs is None else runs[1]}; --context to set)"
     dep = deployment(args, draft=False)
-    _require_fits(dep, max(args.context))
     model, hw, engine = dep.target, dep.hardware, dep.engine
     rows, provenance = steptime_rows(dep, args.batch, args.tokens_per_seq, args.context)
     if args.json:
