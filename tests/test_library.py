@@ -1359,3 +1359,34 @@ def test_steptime_rows_refuses_what_steptime_refuses(capsys):
         argv = ["steptime", "--hardware", hardware, "--model", model, "--timing", "roofline", "--batch", "1"]
         assert main([*argv, "--context", str(context)]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_speedup_and_explain_from_the_library_refuse_a_target_that_does_not_fit_as_the_commands_do(capsys):
+    """A 70B target left on one H100 (its tp forgotten): ``speedup`` and ``explain`` refuse it (141 GB of weights,
+    81.6 GB usable), while specsim.speedup_rows answered 2.79x at gamma 3 and specsim.round_anatomy 3.82x at gamma 11,
+    the check being the commands' own.  Both check it now (the command's capacity, at its --memory-util and limits,
+    passed as ``cap``), and a capacity reserving fewer tokens than the context is refused, as gamma_answer refuses it."""
+    import specsim
+    from specsim.speculation.deployment import Deployment
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", timing="roofline")
+    message = (
+        "llama-3.1-70b in bf16 (141.1 GB of weights per GPU) does not fit on one h100-sxm (81.6 GB usable per GPU)"
+    )
+    for call in (
+        lambda: specsim.speedup_rows(dep, 0.8, "alpha 0.8", 3, [1], 1128),
+        lambda: specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1], 1128),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    argv = ["--hardware", "h100-sxm", "--target", "llama-3.1-70b", "--timing", "roofline", "--batch", "1"]
+    for command in (["speedup", "--gamma", "3"], ["explain"]):
+        assert main([*command, *argv]) == 2
+        assert message in capsys.readouterr().err
+    small = specsim.deployment_capacity(deployment(), 512, None, None)
+    for call in (
+        lambda: specsim.speedup_rows(deployment(), 0.8, "alpha 0.8", 3, [1], 1128, cap=small),
+        lambda: specsim.round_anatomy(deployment(), 0.8, "alpha 0.8", [1], 1128, cap=small),
+    ):
+        with pytest.raises(ValueError, match=re.escape("the capacity given reserves 512 tokens a sequence")):
+            call()

@@ -55,6 +55,7 @@ __all__ = [
     "GammaAnswer",
     "capacity_at",
     "capacity_record",
+    "checked_capacity",
     "closed_form_answer",
     "deployment_capacity",
     "gamma_answer",
@@ -229,19 +230,12 @@ def gamma_answer(
 
     # a row shows it as the acceptance it was computed at
     label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)
-    cap = deployment_capacity(dep, context, None, None) if cap is None else cap
+    context = check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
+    cap = checked_capacity(dep, context, cap)
     dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
-    context = check_int("context", context, 0, MAX_CONTEXT)
-    if (
-        cap.context_tokens < context
-    ):  # its fits are of the tokens it reserved: at least the context (--max-context more)
-        raise ValueError(
-            f"the capacity given reserves {cap.context_tokens:,} tokens a sequence, fewer than the context asked at, "
-            f"{context:,}: size it at the answer's (deployment_capacity(dep, context, ...))"
-        )
     dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
     b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
@@ -387,6 +381,29 @@ def deployment_capacity(
     return cap
 
 
+def checked_capacity(dep: Deployment, context: float, cap: Capacity | None) -> Capacity:
+    """The memory an answer at ``context`` cached tokens a sequence (a number its caller checked) is checked against:
+    ``cap`` (a :func:`deployment_capacity`, as a command sizes it at its --memory-util and limits), or where None,
+    :func:`deployment_capacity` at ``context`` with the engine's own share and limits, which refuses a target whose
+    weights do not fit and a context past the positions.  A ``cap`` reserving fewer tokens than ``context`` is refused:
+    its fits are of the tokens it reserved (at least the context; --max-context more).
+
+    >>> dep = Deployment.build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", timing="roofline", engine="none")
+    >>> checked_capacity(dep, 1128, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: llama-3.1-70b in bf16 (141.1 GB of weights per GPU) does not fit on one h100-sxm (77.0 GB usable per GPU): --tp 2 fits
+    """
+    if cap is None:
+        return deployment_capacity(dep, int(np.ceil(context)), None, None)
+    if cap.context_tokens < context:
+        raise ValueError(
+            f"the capacity given reserves {cap.context_tokens:,} tokens a sequence, fewer than the context asked at, "
+            f"{context:,}: size it at the answer's (deployment_capacity(dep, context, ...))"
+        )
+    return cap
+
+
 def scheduled_batches(cap: Capacity, max_num_seqs: int) -> int:
     """The largest decode batch a schedule runs to: the speculating engine's ``max_num_seqs``, or fewer where fewer
     sequences fit in memory with the draft (``cap``, :func:`deployment_capacity` at the requests' context): what
@@ -519,15 +536,23 @@ def _round_parts(times, i: int, off: bool, shape: tuple) -> dict:
 
 
 def speedup_rows(
-    dep: Deployment, acceptance: object, label: str, gamma: int, batches: list | None = None, context: int | None = None
+    dep: Deployment,
+    acceptance: object,
+    label: str,
+    gamma: int,
+    batches: list | None = None,
+    context: int | None = None,
+    *,
+    cap: Capacity | None = None,
 ) -> tuple[list[dict], int]:
     """speedup: one (acceptance, gamma) per batch size, with the three step times; and the context used.
 
     ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
     :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it; ``gamma`` draft tokens a
     round; ``batches`` decode batch sizes in sequences (None: :data:`~specsim.core.defaults.DEFAULT_BATCHES`);
-    ``context`` cached tokens per sequence (None: :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`).  Times are
-    in seconds (``t_round_s``, ...).
+    ``context`` cached tokens per sequence (None: :data:`~specsim.core.defaults.DEFAULT_CONTEXT_TOKENS`); ``cap`` the
+    memory the deployment is checked against (:func:`checked_capacity`; None: the engine's own at ``context``, which
+    refuses a target whose weights do not fit, as ``speedup`` does).  Times are in seconds (``t_round_s``, ...).
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> rows, context = speedup_rows(dep, 0.8, "alpha 0.8", 3, [1, 64], 1128)
@@ -541,6 +566,7 @@ def speedup_rows(
     batches = whole_numbers("batch", DEFAULT_BATCHES if batches is None else batches, 1, MAX_BATCH, "batches")
     context = DEFAULT_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
     gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
+    checked_capacity(dep, context, cap)  # a 70B target on one H100 was answered 2.79x at gamma 3
     dep.require_drafts_within_positions(context, gamma)
     b = np.array(batches, dtype=float)
     times = dep.outcome(acceptance, gamma, b, context)

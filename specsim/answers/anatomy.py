@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.answers import checked_capacity
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.answers.verdict import VERDICTS, judged_at, line_said, model_error, on_the_line, verdict
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
@@ -103,6 +104,8 @@ def round_anatomy(
     context: int,
     gamma: int | None = None,
     gamma_max: int = DEFAULT_GAMMA_MAX,
+    *,
+    cap=None,
 ) -> RoundAnatomy:
     """A round's parts per batch size at ``gamma`` (default: the best gamma per batch, at least 1, so that a batch where
     speculation does not pay still shows the round it would run), with the plain decode step it replaces.
@@ -112,15 +115,17 @@ def round_anatomy(
     in sequences (a load's mean decode batch may be a fraction); ``context`` cached tokens per sequence; ``gamma_max``
     the largest gamma searched where ``gamma`` is None.  Times are in seconds (``t_round_s``, ``parts_s``).
 
-    A context past the target's or the draft's ``max_position_embeddings``, or where the target's last positions leave
-    no room for ``gamma`` drafts (one, where ``gamma`` is None: the round it shows), is refused, as ``specsim explain``
-    refuses it (:meth:`~specsim.speculation.deployment.Deployment.require_drafts_within_positions`).
+    ``cap`` the memory the deployment is checked against (:func:`specsim.answers.checked_capacity`; None: the engine's
+    own at ``context``).  A target whose weights do not fit, a context past the target's or the draft's
+    ``max_position_embeddings``, or one where the target's last positions leave no room for ``gamma`` drafts (one,
+    where ``gamma`` is None: the round it shows) is refused, as ``specsim explain`` refuses it
+    (:meth:`~specsim.speculation.deployment.Deployment.require_drafts_within_positions`).
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> [(r["batch"], r["gamma"], round(r["speedup"], 3)) for r in round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128).rows]
     [(1, 4, 1.739), (64, 3, 1.717)]
     """
-    return _rounds(dep, acceptance, label, batches, context, gamma, gamma_max, within_positions=True)
+    return _rounds(dep, acceptance, label, batches, context, gamma, gamma_max, within_positions=True, cap=cap)
 
 
 def _rounds(
@@ -132,9 +137,10 @@ def _rounds(
     gamma: int | None,
     gamma_max: int,
     within_positions: bool,
+    cap=None,
 ) -> RoundAnatomy:
-    """:func:`round_anatomy`'s rows; ``within_positions``: refuse a context where its rounds cannot run (a load's are
-    at its mean context, its requests already held within the positions by the load's answer)."""
+    """:func:`round_anatomy`'s rows; ``within_positions``: refuse a deployment or a context where its rounds cannot run
+    (a load's are at its mean context, its requests and memory already checked by the load's answer)."""
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -147,8 +153,8 @@ def _rounds(
         raise ValueError(f"context must be a number of tokens in [0, {MAX_CONTEXT:,}], got {context!r:.60}")
     if gamma is not None:
         gamma = check_int("gamma", gamma, 1, MAX_GAMMA)
-    if within_positions:  # a round past them was answered from the library, as if the engine ran it
-        dep.require_within_positions(int(np.ceil(context)), "a context")
+    if within_positions:  # such rounds were answered from the library (a 70B on one H100 3.8x), as if they ran
+        checked_capacity(dep, context, cap)
         dep.require_drafts_within_positions(context, 1 if gamma is None else gamma)
     if gamma is None:
         gammas = np.maximum(optimal_gamma(dep, acceptance, b, context, gamma_max).gamma, 1)

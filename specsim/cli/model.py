@@ -265,9 +265,9 @@ def run_speedup(args: argparse.Namespace) -> int:
         args.context = UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT)
         calibrated_context(args)
     dep = deployment(args)
-    _require_fits(dep, args.context, args)
+    cap = _require_fits(dep, args.context, args)
     acc, acc_label = model_acceptance(args, dep, args.context)
-    rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context)
+    rows, context = speedup_rows(dep, acc, acc_label, args.gamma, args.batch, args.context, cap=cap)
     if args.json:
         print_json(rows)
         print_notes(dep)
@@ -561,14 +561,14 @@ def run_explain(args: argparse.Namespace) -> int:
             raise ValueError("--plot draws the decode-batch view: drop --concurrency/--rate, or --plot")
         return _explain_at_load(args, *at)
     dep = deployment(args)
-    _require_fits(dep, args.context, args)
+    cap = _require_fits(dep, args.context, args)
     acc, acc_label = model_acceptance(args, dep, args.context)
     out = None
     if args.plot:
         from specsim.core.files import check_output
 
         out = check_output(args.plot, (".png", ".svg"), "--plot")  # refuse a bad path before computing anything
-    answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max)
+    answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max, cap=cap)
     if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
         findings = answer.findings()
         print_json([row | {"findings": findings} for row in answer.rows])
@@ -615,10 +615,11 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_fits(dep, context: int, args: argparse.Namespace | None = None) -> None:
+def _require_fits(dep, context: int, args: argparse.Namespace | None = None):
     """Refuse a target whose weights cannot be held, as optimal-gamma does (naming the TP or dtype that fits); with
     ``args`` (a batch view's), say which of its --batch do not fit in memory with the draft, as optimal-gamma's rows
-    and compare's column do."""
+    and compare's column do.  Returns the capacity (at the flags' --memory-util and limits) the answer is checked
+    against."""
     from specsim.answers import deployment_capacity
 
     limits = memory_limits(args, dep) if args is not None else (None, None)
@@ -632,6 +633,7 @@ def _require_fits(dep, context: int, args: argparse.Namespace | None = None) -> 
             f"{cap.max_batch_without_draft} without)",
             file=sys.stderr,
         )
+    return cap
 
 
 # -- flags: each command's own, declared beside its handler --------------------------------------------------
