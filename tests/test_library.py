@@ -1390,3 +1390,19 @@ def test_speedup_and_explain_from_the_library_refuse_a_target_that_does_not_fit_
     ):
         with pytest.raises(ValueError, match=re.escape("the capacity given reserves 512 tokens a sequence")):
             call()
+
+
+def test_a_notebook_shows_a_round_anatomy_as_a_table_with_its_sources_beside_it():
+    """GammaAnswer, LoadAnswer and CompareAnswer display as a table in a notebook; round_anatomy's answer (explain's)
+    had no _repr_html_ and no to_frame, so a notebook showed its echo alone.  It is Framed now: each part of a round a
+    column, the sources in attrs, the verdicts' threshold above the table."""
+    import specsim
+
+    dep = deployment()
+    anatomy = specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128)
+    frame = anatomy.to_frame()
+    assert frame["speedup"].tolist() == [r["speedup"] for r in anatomy.rows]
+    assert frame["parts_s.verification"].tolist() == [r["parts_s"]["verification"] for r in anatomy.rows]
+    assert frame.attrs["provenance"] == dep.provenance() and frame.attrs["acceptance"] == "alpha 0.8"
+    shown = anatomy._repr_html_()
+    assert shown.startswith("<p><code>RoundAnatomy(") and "too close to call" in shown and "<table" in shown

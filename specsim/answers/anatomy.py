@@ -9,6 +9,7 @@ import numpy as np
 
 from specsim.answers import checked_capacity
 from specsim.answers.context import LOAD_CONTEXT, context_basis
+from specsim.answers.frames import Framed
 from specsim.answers.verdict import VERDICTS, judged_at, line_said, model_error, on_the_line, verdict
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
@@ -20,8 +21,10 @@ __all__ = ["RoundAnatomy", "load_anatomy", "round_anatomy"]
 
 
 @dataclass(frozen=True)
-class RoundAnatomy:
-    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply."""
+class RoundAnatomy(Framed):
+    """specsim explain: per batch size, a round's parts next to a plain decode step, and what they imply; a notebook
+    shows it as a table (``_repr_html_``, :meth:`~specsim.answers.frames.Framed.to_frame`: a round's parts as
+    ``parts_s.<part>`` columns, the sources in ``attrs``)."""
 
     deployment: Deployment
     acceptance: str
@@ -40,6 +43,15 @@ class RoundAnatomy:
             f"RoundAnatomy({self.deployment!r}, {self.acceptance.split(' (')[0]}, context {self.context:g}; "
             f"{shown}{more})"
         )
+
+    @property
+    def model_error(self):
+        """The error its verdicts are judged against (:func:`specsim.answers.verdict.model_error`)."""
+        return model_error(self.deployment)
+
+    def frame_records(self) -> list[dict]:
+        """The records its table shows: its :attr:`rows`, as ``explain --json`` prints them less the findings."""
+        return self.rows
 
     @property
     def stops_paying(self) -> int | None:
