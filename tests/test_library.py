@@ -1406,3 +1406,20 @@ def test_a_notebook_shows_a_round_anatomy_as_a_table_with_its_sources_beside_it(
     assert frame.attrs["provenance"] == dep.provenance() and frame.attrs["acceptance"] == "alpha 0.8"
     shown = anatomy._repr_html_()
     assert shown.startswith("<p><code>RoundAnatomy(") and "too close to call" in shown and "<table" in shown
+
+
+def test_a_misspelt_drafter_is_named_before_an_engine_release_refuses_draft_models(capsys):
+    """``--draft eagle9`` (eagle3 mistyped) with ``--engine vllm@0.10`` was read as a draft model and refused as one
+    ('vllm@0.10 ... refuses method draft_model ...'), from Deployment.build and every command, calibrate-engine
+    included: the typo was never named.  The unknown name comes first now, with make_drafter's line; a real draft
+    model on that release is still refused for the release."""
+    from specsim.speculation.deployment import Deployment
+
+    unknown = "unknown model 'eagle9'; specsim models lists the built-in ones"
+    with pytest.raises(ValueError, match=re.escape(unknown)) as caught:
+        Deployment.build("h100-sxm", "llama-3.1-8b", "eagle9", engine="vllm@0.10")
+    assert str(caught.value).endswith("did you mean --draft eagle?")
+    with pytest.raises(ValueError, match=re.escape("vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses")):
+        Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.10")
+    assert main(["optimal-gamma", "--draft", "eagle9", "--engine", "vllm@0.10", "--batch", "1"]) == 2
+    assert unknown in capsys.readouterr().err

@@ -62,7 +62,7 @@ from specsim.engines import (
 )
 from specsim.engines.engine import draft_collectives_assumed, rocm_large_moe_said
 from specsim.speculation.acceptance import _check_gamma, plan_arrays, tokens_per_round
-from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, make_drafter
+from specsim.speculation.drafters import Drafter, DraftModel, drafter_class, drafter_runs_on, make_drafter
 from specsim.speculation.fp8_cache import (
     fp8_cache_notes,
     graphless_assumed,
@@ -584,8 +584,8 @@ class Deployment:
         source, preset = source_and_engine(profile, timing, engine, engine_overhead_ms, progress, target_model)
         kind = drafter_class(draft)
         preset = as_run_here(preset, profile, target_model, None if decode_only else kind.kind)
-        if not decode_only:
-            kind.runs_on(preset)  # the release the preset was named by (EnginePreset.named)
+        if not decode_only:  # the release the preset was named by (EnginePreset.named); a misspelt drafter named first
+            drafter_runs_on(kind, str(draft), preset)
         if not decode_only and kind.launches_steps and target_model.tp > 1:
             d_opts["tp"], line = draft_tp(preset, kind.shares_vocabulary, target_model.tp, d_opts.get("tp"))
             choices += (line,)

@@ -41,6 +41,7 @@ __all__ = [
     "SuffixDrafter",
     "default_acceptance_help",
     "drafter_class",
+    "drafter_runs_on",
     "make_drafter",
     "published_acceptance",
 ]
@@ -184,11 +185,43 @@ def make_drafter(
         try:
             return DraftModel.build(spec, target, opts)
         except KeyError as err:
-            import difflib
-
-            close = difflib.get_close_matches(
-                kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6
-            )
-            hint = f"; did you mean --draft {close[0]}?" if close else ""
-            raise UnknownName(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}") from None
+            raise _unknown_draft(err, kind) from None
     return cls.build(path, target, opts)
+
+
+def _unknown_draft(err: KeyError, kind: str) -> UnknownName:
+    """The line for a ``--draft`` that names neither a model (``err``, the model lookup's) nor a drafter ``kind``."""
+    import difflib
+
+    close = difflib.get_close_matches(kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6)
+    hint = f"; did you mean --draft {close[0]}?" if close else ""
+    return UnknownName(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}")
+
+
+def drafter_runs_on(cls: type[Drafter], spec: str, engine: object) -> None:
+    """``cls.runs_on(engine)`` (:meth:`~specsim.speculation.drafters.base.Drafter.runs_on`) for ``cls``, the class of
+    the drafter ``spec`` names, with a ``spec`` naming neither a drafter nor a model (built-in, or a config.json)
+    refused first, with :func:`make_drafter`'s line: ``eagle9`` on vllm@0.10 was read as a draft model and refused as
+    one, the typo never named.  A model that is found but does not build (a config.json missing keys) is left to
+    :func:`make_drafter`, after the engine's refusal.
+
+    >>> drafter_runs_on(DraftModel, "llama-3.2-1b", "vllm@0.15.0")
+    >>> drafter_runs_on(DraftModel, "eagle9", "vllm@0.10")
+    Traceback (most recent call last):
+    ...
+    specsim.core.limits.UnknownName: unknown model 'eagle9'; specsim models lists the built-in ones (or give a path to a config.json); --draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean --draft eagle?
+    """
+    try:
+        cls.runs_on(engine)
+    except ValueError:
+        from specsim.describe.models import get_model
+
+        kind = spec.partition(":")[0]
+        if kind.lower() not in DRAFTERS:
+            try:
+                get_model(spec)
+            except KeyError as err:
+                raise _unknown_draft(err, kind) from None
+            except ValueError:  # found, but not a model specsim builds: the engine's refusal first, as before
+                pass
+        raise
