@@ -87,12 +87,13 @@ def deployment(draft: str | None = "llama-3.2-1b", **kw):
     return Deployment.build("h100-sxm", kw.pop("target", "llama-3.1-8b"), draft, **kw)
 
 
-def _article_context(printed) -> bool:
+def _article_context(printed, as_given: bool = True) -> bool:
     """Whether a command's --json says its context is the article's (no --context given), each such record then
-    saying "given" as the library's answer to a caller's own context does."""
+    saying "given" as the library's answer to a caller's own context does (``as_given``; False: as it is, for a
+    library call that leaves the context out too and so says the same)."""
     records = printed if isinstance(printed, list) else [printed]
     said = {r.get("context_basis") for r in records}
-    for r in records:
+    for r in records if as_given else []:
         r["context_basis"] = "given"
     return said == {"the reference article's 1,000 in, 256 out"}
 
@@ -224,8 +225,8 @@ def test_speedup(capsys):
     from specsim.answers import closed_form_answer, speedup_rows
 
     rows, context = speedup_rows(deployment(), 0.8, "alpha 0.8", 3, [1, 64, 256])
-    assert {r.pop("context_basis") for r in printed} == {"the reference article's 1,000 in, 256 out"}  # not given
-    assert {r.pop("context_basis") for r in rows} == {"given"}
+    # not given, to the command or to the library: both say whose it is (the library's said "given")
+    assert {r["context_basis"] for r in printed} == {"the reference article's 1,000 in, 256 out"}
     assert context == 1128 and printed == as_json(rows)
     assert closed == as_json(closed_form_answer(0.8, 4, 0.05))
 
@@ -300,7 +301,8 @@ def test_schedule(capsys):
     answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=64, contexts=[512, 8192])
     assert _article_context(printed)
     printed = cli(capsys, "schedule", *BASE, "--alpha", "0.8", "--max-batch", "64", "--contexts", "512,8192")
-    assert _notes_first([answer.to_dict()["notes"]]) and _article_context(printed)
+    # the library's context left out too: both say it is the article's
+    assert _notes_first([answer.to_dict()["notes"]]) and _article_context(printed, as_given=False)
     assert printed == as_json(answer.to_dict(), notes=False)
 
     engine = REGISTRY["vllm"]
@@ -1244,7 +1246,7 @@ def test_gamma_answer_takes_the_commands_defaults_for_what_it_is_not_given(capsy
     from specsim.answers import gamma_answer
 
     printed = cli(capsys, "optimal-gamma", *BASE, "--alpha", "0.8")
-    assert _article_context(printed)
+    assert _article_context(printed, as_given=False)  # and the library's rows say so too (they said "given")
     assert printed == as_json(gamma_answer(deployment(), 0.8).rows)
 
 
@@ -1423,3 +1425,39 @@ def test_a_misspelt_drafter_is_named_before_an_engine_release_refuses_draft_mode
         Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.10")
     assert main(["optimal-gamma", "--draft", "eagle9", "--engine", "vllm@0.10", "--batch", "1"]) == 2
     assert unknown in capsys.readouterr().err
+
+
+def test_compare_and_explain_take_the_commands_defaults_for_what_they_are_not_given(capsys):
+    """gamma_answer(dep, 0.8) is optimal-gamma --alpha 0.8, but compare_answer took eight positional arguments (the
+    batches, context, gamma, gamma_max, max_context and memory share: compare_answer(dep, 0.8) was a TypeError) and
+    round_anatomy five (its label, batches and context).  Each left out is now what the command takes without its
+    flag: compare_answer(dep, 0.8) is compare --alpha 0.8, round_anatomy(dep, 0.8) explain --alpha 0.8."""
+    import specsim
+
+    printed = cli(capsys, "compare", *BASE, "--alpha", "0.8")
+    assert printed == as_json(specsim.compare_answer(deployment(), 0.8).records())
+    printed = cli(capsys, "explain", *BASE, "--alpha", "0.8")
+    anatomy = specsim.round_anatomy(deployment(), 0.8)
+    assert printed == as_json([row | {"findings": anatomy.findings()} for row in anatomy.rows])
+
+
+def test_an_answer_whose_context_is_left_out_says_it_is_the_articles_not_given():
+    """gamma_answer(dep, 0.8), speedup_rows, schedule_answer and the rest took 1,128 tokens where the caller gave no
+    context, and each row said context_basis "given": the caller never gave it.  The default is now the article's,
+    said so, as the command says it without --context; a context the caller gives is "given"."""
+    import specsim
+
+    dep = deployment()
+    article = "the reference article's 1,000 in, 256 out"
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    left_out = [
+        specsim.gamma_answer(dep, 0.8, batches=[1]).rows,
+        specsim.speedup_rows(dep, 0.8, "alpha 0.8", 3, [1])[0],
+        specsim.compare_answer(dep, 0.8, [1]).records(),
+        specsim.round_anatomy(dep, 0.8, "alpha 0.8", [1]).rows,
+        [specsim.schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=8).to_dict()],
+    ]
+    for records in left_out:
+        assert {r["context_basis"] for r in records} == {article}
+    assert specsim.gamma_answer(dep, 0.8, batches=[1], context=1128).rows[0]["context_basis"] == "given"
+    assert specsim.speedup_rows(dep, 0.8, "alpha 0.8", 3, [1], 1128)[0][0]["context_basis"] == "given"

@@ -27,7 +27,7 @@ from specsim.answers.verdict import (
     too_close_said,
     verdict,
 )
-from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
+from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_BATCHES, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
@@ -204,7 +204,7 @@ def gamma_answer(
     acceptance: object,
     label: str | None = None,
     batches: list = DEFAULT_BATCHES,
-    context: int = DEFAULT_CONTEXT_TOKENS,
+    context: int = ARTICLE_CONTEXT_TOKENS,
     gamma_max: int = DEFAULT_GAMMA_MAX,
     rtol: float = DEFAULT_RTOL,
     cap: Capacity | None = None,
@@ -564,7 +564,7 @@ def speedup_rows(
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
     dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     batches = whole_numbers("batch", DEFAULT_BATCHES if batches is None else batches, 1, MAX_BATCH, "batches")
-    context = DEFAULT_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
+    context = ARTICLE_CONTEXT_TOKENS if context is None else check_int("context", context, 0, MAX_CONTEXT)
     gamma = check_int("gamma", gamma, 0, MAX_GAMMA)
     checked_capacity(dep, context, cap)  # a 70B target on one H100 was answered 2.79x at gamma 3
     dep.require_drafts_within_positions(context, gamma)

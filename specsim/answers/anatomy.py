@@ -11,7 +11,7 @@ from specsim.answers import checked_capacity
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.answers.frames import Framed
 from specsim.answers.verdict import VERDICTS, judged_at, line_said, model_error, on_the_line, verdict
-from specsim.core.defaults import DEFAULT_GAMMA_MAX
+from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_BATCHES, DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -111,9 +111,9 @@ class RoundAnatomy(Framed):
 def round_anatomy(
     dep: Deployment,
     acceptance: object,
-    label: str,
-    batches: list,
-    context: int,
+    label: str | None = None,
+    batches: list = DEFAULT_BATCHES,
+    context: int = ARTICLE_CONTEXT_TOKENS,
     gamma: int | None = None,
     gamma_max: int = DEFAULT_GAMMA_MAX,
     *,
@@ -123,9 +123,11 @@ def round_anatomy(
     speculation does not pay still shows the round it would run), with the plain decode step it replaces.
 
     ``dep`` the :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
-    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it; ``batches`` decode batch sizes
-    in sequences (a load's mean decode batch may be a fraction); ``context`` cached tokens per sequence; ``gamma_max``
-    the largest gamma searched where ``gamma`` is None.  Times are in seconds (``t_round_s``, ``parts_s``).
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the rows call it (None:
+    :func:`specsim.answers.acceptance.acceptance_label`); ``batches`` decode batch sizes in sequences (a load's mean
+    decode batch may be a fraction); ``context`` cached tokens per sequence; ``gamma_max`` the largest gamma searched
+    where ``gamma`` is None.  Each left out is what ``specsim explain`` takes without its flag
+    (:mod:`specsim.core.defaults`).  Times are in seconds (``t_round_s``, ``parts_s``).
 
     ``cap`` the memory the deployment is checked against (:func:`specsim.answers.checked_capacity`; None: the engine's
     own at ``context``).  A target whose weights do not fit, a context past the target's or the draft's
@@ -153,9 +155,10 @@ def _rounds(
 ) -> RoundAnatomy:
     """:func:`round_anatomy`'s rows; ``within_positions``: refuse a deployment or a context where its rounds cannot run
     (a load's are at its mean context, its requests and memory already checked by the load's answer)."""
-    from specsim.answers.acceptance import checked_label
+    from specsim.answers.acceptance import acceptance_label, checked_label
 
-    label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
+    # a row shows it as the acceptance it was computed at
+    label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)
     dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     rates = acceptance_rates(acceptance)
     b = np.atleast_1d(np.asarray(batches, dtype=float))  # a load's mean decode batch is a fraction (load_anatomy)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from specsim.answers import deployment_capacity
 from specsim.answers.frames import Framed
+from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_BATCHES, DEFAULT_GAMMA_MAX
 from specsim.core.limits import whole_batches
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
@@ -152,12 +153,12 @@ class CompareAnswer(Framed):
 def compare_answer(
     dep: Deployment,
     acceptance: object,
-    batches: list,
-    context: int,
-    gamma: int | None,
-    gamma_max: int,
-    max_context: int | None,
-    memory_utilization: float,
+    batches: list = DEFAULT_BATCHES,
+    context: int = ARTICLE_CONTEXT_TOKENS,
+    gamma: int | None = None,
+    gamma_max: int = DEFAULT_GAMMA_MAX,
+    max_context: int | None = None,
+    memory_utilization: float | None = None,
     max_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     limits: object = None,
@@ -176,10 +177,11 @@ def compare_answer(
     "alpha 0.8"); ``max_batched_tokens`` and ``max_num_seqs``: the engine's, for its memory (None: its own,
     :func:`specsim.answers.deployment_capacity`); ``limits``: the limits that cap the largest batches
     (:class:`specsim.serving.steady.EngineLimits`, ``limits_from`` saying where they come from), None: those two, each
-    not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`).
+    not given at the engine's own on the GPU (:func:`specsim.serving.steady.engine_limits`).  Each left out is what
+    ``specsim compare`` takes without its flag (:mod:`specsim.core.defaults`).
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
-    >>> frame = compare_answer(dep, 0.8, [1, 64], 1128, None, 16, None, None).frame
+    >>> frame = compare_answer(dep, 0.8, [1, 64]).frame
     >>> frame[["batch", "gamma", "tokens_per_s_plain", "tokens_per_s_spec"]].round(0).values.tolist()
     [[1.0, 4.0, 162.0, 282.0], [64.0, 3.0, 6643.0, 11408.0]]
     """

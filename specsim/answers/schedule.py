@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
-from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -389,7 +389,7 @@ def schedule_answer(
     cap: Capacity,
     *,
     max_batch: int = DEFAULT_MAX_BATCH,
-    context: int = DEFAULT_CONTEXT_TOKENS,
+    context: int = ARTICLE_CONTEXT_TOKENS,
     gamma_max: int = DEFAULT_GAMMA_MAX,
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Callable
 
 from specsim.core.defaults import (
+    ARTICLE_CONTEXT,
     DEFAULT_BATCHES,
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_DRAFT,
@@ -18,6 +19,7 @@ from specsim.core.defaults import (
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_TARGET,
+    UnsetInt,
 )
 from specsim.core.limits import (
     MAX_BATCH,
@@ -238,18 +240,6 @@ class Unset(list):
     tells its --batch default from a --batch that clashes with --concurrency."""
 
 
-class UnsetInt(int):
-    """An int flag's default that the user did not give (as :class:`Unset`), with where it comes from (``basis``), which
-    the output names beside the value."""
-
-    basis: str
-
-    def __new__(cls, value: int, basis: str) -> UnsetInt:
-        made = super().__new__(cls, value)
-        made.basis = basis
-        return made
-
-
 def given(value: object) -> bool:
     """Whether a flag's value was given on the command line rather than left at its :class:`Unset` default."""
     return value is not None and not isinstance(value, (Unset, UnsetInt))
@@ -290,8 +280,6 @@ def flags_given(args, command: str, besides: tuple = ()) -> list[str]:
 
 
 context_type = int_at_least(0, "context", MAX_CONTEXT)
-#: Where --context's default comes from (DEFAULT_CONTEXT_TOKENS), as the output says it.
-ARTICLE_CONTEXT = f"the reference article's {DEFAULT_INPUT_TOKENS:,} in, {DEFAULT_OUTPUT_TOKENS} out"
 
 
 batches_type = int_list(1, "batch", MAX_BATCH)

@@ -10,7 +10,8 @@ acceptance rate and the deployment are printed with each table.
     0.8, the article's example acceptance of a matched same-family draft ("above 0.8").
 ``DEFAULT_CONTEXT_TOKENS``
     1,128 cached tokens: a 1,000-token prompt plus half of a 256-token completion, the mean context over
-    a generation (the article's preset, ``shared/design/article-model.md``).
+    a generation (the article's preset, ``shared/design/article-model.md``); ``ARTICLE_CONTEXT_TOKENS`` is it as the
+    answers take it where their caller gives no context, saying so (``ARTICLE_CONTEXT``, an :class:`UnsetInt`).
 ``DEFAULT_BATCHES``
     Powers of two from 1 to 256, vLLM's default ``max_num_seqs``.
 ``DEFAULT_GAMMA_MAX``
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 __all__ = [
     "ACCEPTANCE_WORKLOADS",
+    "ARTICLE_CONTEXT",
+    "ARTICLE_CONTEXT_TOKENS",
     "DEFAULT_ALPHA",
     "DEFAULT_BATCHES",
     "DEFAULT_CONTEXT_TOKENS",
@@ -40,6 +43,7 @@ __all__ = [
     "DEFAULT_RTOL",
     "DEFAULT_TARGET",
     "DEFAULT_WORKLOAD",
+    "UnsetInt",
 ]
 
 DEFAULT_HARDWARE = "h100-sxm"
@@ -51,6 +55,25 @@ DEFAULT_ALPHA = 0.8
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 256
 DEFAULT_CONTEXT_TOKENS = DEFAULT_INPUT_TOKENS + DEFAULT_OUTPUT_TOKENS // 2  # 1128
+
+
+class UnsetInt(int):
+    """An int the user did not give, with where it comes from (``basis``), which the output names beside the value: a
+    command's flag left at its default, or an answer's argument left out (``context_basis`` reads it)."""
+
+    basis: str
+
+    def __new__(cls, value: int, basis: str) -> UnsetInt:
+        made = super().__new__(cls, value)
+        made.basis = basis
+        return made
+
+
+#: Where the default context comes from (DEFAULT_CONTEXT_TOKENS), as the output says it.
+ARTICLE_CONTEXT = f"the reference article's {DEFAULT_INPUT_TOKENS:,} in, {DEFAULT_OUTPUT_TOKENS} out"
+#: The context an answer takes where its caller gives none, saying so: an answer's JSON calls it the article's, as the
+#: command's does without --context (a bare 1128 was said to be "given").
+ARTICLE_CONTEXT_TOKENS = UnsetInt(DEFAULT_CONTEXT_TOKENS, ARTICLE_CONTEXT)
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_GAMMA_MAX = 16
 DEFAULT_RTOL = 0.0
