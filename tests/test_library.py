@@ -1461,3 +1461,28 @@ def test_an_answer_whose_context_is_left_out_says_it_is_the_articles_not_given()
         assert {r["context_basis"] for r in records} == {article}
     assert specsim.gamma_answer(dep, 0.8, batches=[1], context=1128).rows[0]["context_basis"] == "given"
     assert specsim.speedup_rows(dep, 0.8, "alpha 0.8", 3, [1], 1128)[0][0]["context_basis"] == "given"
+
+
+def test_a_notebooks_echo_of_a_calibration_is_what_it_fitted_and_how_far_off(eagle3_calibration):
+    """calibrate_engine's result echoed 17,719 characters (every run, every term's interval) and read_calibration's
+    9,293 (its profile, terms and record): each now says which deployment it fitted, its held-out error and (the fit)
+    which terms were fitted, held or not identified; the fields are the dataclasses' as before."""
+    import specsim
+    from specsim.calibration.inputs import runs_from_files, served_target
+
+    cal = specsim.read_calibration(eagle3_calibration)
+    assert repr(cal) == (
+        f"Calibration(llama-3.1-8b + eagle3 on h100-sxm, {cal.timing} step times, engine {cal.engine}; {cal.said()})"
+    )
+    bench = "examples/bench/"
+    runs, files, notes = runs_from_files([bench + "vllm-plain.jsonl"], [([bench + "vllm-eagle3.jsonl"], 3)])
+    kw = {"hardware": "h100", "engine": "vllm@0.10", "drafter": "eagle3", "timing": "roofline"}
+    fit = specsim.calibrate_engine(runs, files, notes, target=served_target(None, runs), **kw)
+    held_out = fit.summary()["error"]["held_out"]
+    shown = repr(fit)
+    assert shown.startswith(
+        f"EngineCalibration({fit.deployment!r}; 8 runs (4 plain); held-out error plain {held_out['plain']:.1%}, "
+        f"speculative {held_out['spec']:.1%}; fitted: scale, "
+    )
+    assert all(name in shown for name in fit.fit.terms) and "held: " in shown
+    assert max(len(repr(x)) for x in (cal, fit)) < 600

@@ -198,6 +198,23 @@ class EngineCalibration:
     #: where the prefix-cache share the fit took came from (``--prefix-hit`` or a /metrics page's counters; None: none)
     prefix_hit_from: str | None = None
 
+    def __repr__(self) -> str:  # a notebook's echo: the runs, the held-out error and each term's status, not every run
+        kinds = [getattr(r, "kind", None) for r in self.runs]
+        held_out = ((self.summary().get("error") or {}).get("held_out")) or {}
+        error = ", ".join(
+            f"{what} {held_out[key]:.1%}"
+            for key, what in (("plain", "plain"), ("spec", "speculative"))
+            if held_out.get(key)
+        )
+        by_status: dict = {}
+        for term in self.fit.terms.values():
+            by_status.setdefault(term.status, []).append(term.name)
+        terms = "; ".join(f"{status}: {', '.join(names)}" for status, names in by_status.items())
+        return (
+            f"EngineCalibration({self.deployment!r}; {len(self.runs)} runs ({kinds.count('plain')} plain); held-out "
+            f"error {error or 'none'}; {terms})"
+        )
+
     def mapping(self) -> dict:
         """The calibration file's content (:func:`specsim.calibration.file.calibration_mapping`), with the acceptance
         measured on real prompts (:func:`measured_acceptance`)."""

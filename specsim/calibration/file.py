@@ -153,6 +153,14 @@ class Calibration:
     def brief(self) -> str:
         return f"calibration {self.name} (fitted {self.record.get('date', '?')} to {len(self.record.get('runs', []))} runs)"
 
+    def __repr__(self) -> str:  # a notebook's echo: which deployment it fitted and how far off, not every term
+        tp = f" at TP {self.tp}" if self.tp > 1 else ""
+        drafter = f" + {self.drafter}" if self.drafter else ""
+        return (
+            f"Calibration({self.target_name}{tp}{drafter} on {self.base_hardware}, {self.timing} step times, engine "
+            f"{self.engine}; {self.said()})"
+        )
+
     def fixes(self, hardware=None, target=None, timing=None, engine=None, engine_overhead_ms=None, target_options=None):
         """The deployment this calibration describes, as :meth:`~specsim.speculation.deployment.Deployment.build`
         arguments; a given one that names another deployment (hardware, target, tensor parallelism, step-time source,
