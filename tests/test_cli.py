@@ -855,3 +855,19 @@ def test_steptimes_json_carries_the_notes_its_text_says_too(capsys):
     said = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
     assert code == 0 and said
     assert all(row["notes"] == said for row in json.loads(out))
+
+
+def test_a_key_the_code_did_not_find_is_said_with_where_not_as_a_bare_name(monkeypatch, capsys):
+    """Helper H's sweep met `specsim optimal-gamma ... --engine trtllm --tp 2` on an all-reduce table without a kernel
+    column: the line was `error: implementation`, a bare key.  A KeyError that is not an unknown name now says which key
+    and where specsim looked it up; an unknown name keeps its own line (tests/test_models.py)."""
+    import specsim.cli.args
+
+    def lookup(args):
+        return {}["implementation"]
+
+    monkeypatch.setattr(specsim.cli.args, "calibrated_context", lookup)
+    assert main(["optimal-gamma", "--batch", "1", "--timing", "roofline"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("specsim optimal-gamma: error: no key 'implementation' where specsim looked one up (")
+    assert "test_cli.py line" in err and "in lookup" in err and "\n" not in err

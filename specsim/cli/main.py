@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted(args.command, getattr(args, "json", False))
     except KeyError as err:
-        message = err.args[0] if err.args else str(err)
+        message = _key_error_said(err)
     except (ValueError, OSError) as err:
         message = str(err)
     message = _as_typed(parser, args, message)
@@ -253,6 +253,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "json", False):
         _json_failure(args.command, message)
     return 2
+
+
+def _key_error_said(err: KeyError) -> str:
+    """A KeyError's line: an unknown name (:class:`~specsim.core.limits.UnknownName`) as written, which lists the known
+    ones; any other is a key the code looked up and did not find, whose bare name (``implementation``) told the user
+    nothing: it names the key and where it was looked up, as a fault of specsim's unless the input is off.
+
+    >>> from specsim.core.limits import UnknownName
+    >>> _key_error_said(UnknownName("unknown model 'x'; known: a, b"))
+    "unknown model 'x'; known: a, b"
+    >>> try:
+    ...     {}["implementation"]
+    ... except KeyError as err:
+    ...     said = _key_error_said(err)
+    >>> said.split(" (")[0]
+    "no key 'implementation' where specsim looked one up"
+    """
+    import os.path
+    import traceback
+
+    from specsim.core.limits import UnknownName
+
+    if isinstance(err, UnknownName):
+        return err.args[0] if err.args else str(err)
+    key = err.args[0] if err.args else "?"
+    frames = traceback.extract_tb(err.__traceback__)
+    where = (
+        f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno}, in {frames[-1].name})" if frames else ""
+    )
+    return (
+        f"no key {key!r} where specsim looked one up{where}: a fault of specsim's where the input is as its docs "
+        "describe (please report it with this command), else a file or table missing that key"
+    )
 
 
 def _as_typed(parser: argparse.ArgumentParser, args: argparse.Namespace, message: str) -> str:
