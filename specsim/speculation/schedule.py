@@ -322,7 +322,7 @@ def monotone_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = 
     With ``pays`` (True where a speculating gamma of ``surface`` pays enough to be run; row 0, speculation off, always
     may be), the schedule may also turn speculation off (gamma 0, which then holds for every later column: it never
     rises) and takes only gammas that pay: of those schedules, the one that falls least below each column's best,
-    speculation off counted at row 0's value. Choosing the speculating gammas first and cutting where the chosen one
+    speculation off counted at row 0's value without ``rtol`` (whether to speculate is ``pays``'s call). Choosing the speculating gammas first and cutting where the chosen one
     stops paying could hold a large gamma for later columns that no longer pays at the next one, and turn speculation
     off where a smaller gamma pays for many more.
 
@@ -343,6 +343,8 @@ def monotone_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = 
         allowed = np.vstack([np.ones((1, surface.shape[1]), dtype=bool), np.asarray(pays, dtype=bool)])
     best = np.where(allowed, rows, -np.inf).max(axis=0)
     cost = np.where(allowed, np.maximum(1.0 - rows / best - rtol, 0.0), np.inf)
+    if pays is not None:  # off against on is --min-gain's call, not --rtol's: a gain that pays is never rounded to none
+        cost[0] = 1.0 - rows[0] / best
     n_gamma, n_batch = rows.shape
     total = cost[:, 0].copy()
     back = np.zeros((n_gamma, n_batch), dtype=int)
