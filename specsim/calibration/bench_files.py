@@ -322,10 +322,16 @@ def _shape(record: dict) -> float:
 def _sending_s(sent: float, shape: float, rate: float, q: float) -> float:
     """The ``q`` quantile of the time the last of ``sent`` requests is sent (2 or more): the sum of ``sent`` - 1 gamma
     intervals of ``shape`` at ``rate`` per second, the one home of the schedule :func:`_check_sending` and
-    :func:`_last_sent_s` read."""
-    from scipy.stats import gamma
+    :func:`_last_sent_s` read.  The gamma quantile is scipy.special's inverse of the regularised incomplete gamma
+    function times the scale, as ``scipy.stats.gamma.ppf`` computes it (its ``_ppf``), without importing scipy.stats:
+    0.4 s of a calibrate-engine's 4.8 s of CPU on three files.
 
-    return float(gamma.ppf(q, (sent - 1) * shape, scale=1.0 / (rate * shape)))
+    >>> round(_sending_s(101, 1.0, 10.0, 0.5), 6)  # the median of 100 exponential intervals of 0.1 s: just under 10 s
+    9.966686
+    """
+    from scipy.special import gammaincinv
+
+    return float(gammaincinv((sent - 1) * shape, q) * (1.0 / (rate * shape)))
 
 
 def _check_sending(where: str, record: dict, rate: float, completed: float, duration: float | None) -> None:

@@ -45,6 +45,7 @@ from specsim.serving.steady import (
     iteration_s,
     offline_times,
     open_batches_s,
+    open_loop_itl_s,
     open_loop_times,
     own_step_s,
     past_capacity,
@@ -515,7 +516,7 @@ class RunModel:
 
         def implied(b):  # the batch the open loop whose step is at b implies: 1 + lambda D t_dec
             s = step_at(b)[0]
-            return 1.0 + lam * D * open_loop_times(lam, D, s, s, t_pf, 1.0, self.output[i], apart)["itl_s"]
+            return 1.0 + lam * D * open_loop_itl_s(lam, s, t_pf, apart)
 
         # Newton on b (exact in one step but for prefill batches run apart); none where b grows faster than the batch
         # it implies: no fixed point, past capacity.

@@ -92,6 +92,7 @@ __all__ = [
     "iteration_s",
     "kv_sequences",
     "landed_iteration_s",
+    "open_loop_itl_s",
     "past_capacity",
     "preemption_expected",
     "served_state",
@@ -854,13 +855,7 @@ def open_loop_times(
     batches grow more slowly than t_dec: a contraction wherever lambda base < 1 - lambda t_pf)."""
     lam, t_pf, D = (np.asarray(v, dtype=float) for v in (rate_per_s, prefill_s, rounds))
     share = lam * t_pf
-    step = np.asarray(step_s, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        free = np.where(share < 1.0, 1.0 - share, np.nan)
-        t_dec = step / free
-        for _ in range(_BISECTIONS if apart is not None else 0):
-            t_dec = (step + open_batches_s(t_dec, lam, apart)) / free
-        t_dec = np.where(np.isfinite(t_dec), t_dec, np.inf)
+    t_dec = open_loop_itl_s(lam, step_s, t_pf, apart)
     own = own_s if apart is None else apart[0]
     k_p = np.asarray(prefill_iterations, dtype=float)
     # The iteration an arrival lands in, whose rest it waits for and whose arrivals' prompts ride with its own: a long
@@ -891,6 +886,25 @@ def open_loop_times(
         "mean_batch": decoding,
         "prefill_share": np.minimum(share, 1.0),
     }
+
+
+def open_loop_itl_s(rate_per_s: object, step_s: object, prefill_s: object, apart: tuple | None = None) -> np.ndarray:
+    """t_dec, the decode iteration of an open loop at ``rate_per_s`` whose decoding step is ``step_s``: step / (1 -
+    lambda t_pf), with the prefill batches run apart where ``apart`` says so; inf where the prompts alone need the whole
+    engine (:func:`open_loop_times`, whose ITL it is; calibrate-engine's Newton on a rate run's batch asks for it alone).
+
+    >>> open_loop_itl_s([10.0, 70.0], 0.02, 0.015).tolist()  # 0.02 / (1 - 0.15); past, the prompts need 1.05 s a second
+    [0.023529411764705882, inf]
+    """
+    lam, t_pf = np.asarray(rate_per_s, dtype=float), np.asarray(prefill_s, dtype=float)
+    share = lam * t_pf
+    step = np.asarray(step_s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        free = np.where(share < 1.0, 1.0 - share, np.nan)
+        t_dec = step / free
+        for _ in range(_BISECTIONS if apart is not None else 0):
+            t_dec = (step + open_batches_s(t_dec, lam, apart)) / free
+        return np.where(np.isfinite(t_dec), t_dec, np.inf)
 
 
 def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
