@@ -2855,3 +2855,31 @@ def test_prompts_faster_than_the_datasheet_peak_are_said_and_a_prefix_share_take
     out = _json([*argv, "--prefix-hit", "0.667"], capsys)
     assert 0.5 < out["terms"]["prefill_scale"]["value"] < 1.5
     assert not [w for w in out["warnings"] if w.startswith("prefill efficiency x")]
+
+
+def test_a_rate_the_answers_find_past_the_full_engines_rate_is_timed_as_the_full_engine_by_the_fit_too():
+    """The fit's past-capacity rule left out the admission bound the answers take (the rate reaches r(c), the closed
+    loop of the N_e it holds: steady.engine_rate_per_s): on vLLM 0.20.0 (H100, Llama-3.1-8B, 500 + 16 tokens,
+    max_num_seqs 32, efficiency scale 0.85, 0.4 ms an iteration) the answers are past capacity from 84.65/s, where the
+    wait for admission grows without bound, and the fit's decoding batch reaches N_e only at 87.28/s, so at 86/s the fit
+    timed an open loop (TPOT 22.96 ms, 87% over the answers' 12.31 ms) where the answers time the full engine.  One rule
+    (steady.past_capacity) now: the fit's TPOT and throughput are the answers' to 1e-9."""
+    from specsim.serving.limits import engine_limits
+    from specsim.serving.steady import steady_state
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine="vllm@0.20.0", decode_only=True)
+    limits = dataclasses.replace(engine_limits(dep.engine, dep.hardware)[0], max_num_seqs=32)
+    P, O, rate = 500.0, 16.0, 86.0
+    truth = Values(0.85, 0.4e-3, 0.0, 1.0, dep.engine.spec, None, ())
+    run = CalRun(BenchRun("x.jsonl", 1, "vllm", None, "rate 86/s", 200, 0.01, None, P, O, None, kind="rate",
+                          load_value=rate))  # fmt: skip
+    model = RunModel(dep, [run], limits)
+    want = steady_state(model.deployment(truth), 0.8, [0], [rate], P, O, "rate", limits, fixed_lengths=True)
+    # the rate is between the limits: the open loop's batch is under N_e, but the rate reaches the full engine's
+    assert bool(want.saturated[0, 0])
+    model.settle(truth)
+    t = model.times(truth, np.arange(1))
+    assert bool(model.full[0]) and bool(t["past"][0])
+    assert t["tpot_s"][0] == pytest.approx(float(want.tpot_s[0, 0]), rel=1e-9)
+    assert t["output_tokens_per_s"][0] == pytest.approx(float(want.output_tokens_per_s[0, 0]), rel=1e-9)
+    assert np.isinf(t["e2e_s"][0])

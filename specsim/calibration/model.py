@@ -450,7 +450,8 @@ class RunModel:
         """The times of runs ``i`` as a closed loop (:func:`~specsim.serving.steady.closed_loop_times`): of its users
         (``k`` "concurrency"), of the N_e an offline batch drains through ("drain"), or of the N_e Poisson arrivals past
         its capacity fill, users that never run out ("full"; steady._open_loop's full engine), each charged the
-        preemption :mod:`specsim.serving.preemption` gives that loop."""
+        preemption :mod:`specsim.serving.preemption` gives that loop; or of that N_e with none preempted ("engine",
+        whose rate is r(c): :func:`~specsim.serving.steady.engine_rate_per_s`)."""
         pop = self.population(values.alphas, i)
         own = own_step_s(pop.batch_own, own_at, step, base)
 
@@ -461,7 +462,9 @@ class RunModel:
             return self.deployment(Values(scale=values.scale)).prefill_s(L, draft=spec) / values.prefill_scale
 
         args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
-        if k == "full":
+        if k == "engine":  # none preempted: the rate r(c) of steady.engine_rate_per_s
+            preempted = None
+        elif k == "full":
             kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
             preempted = saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s)
         else:
@@ -497,7 +500,7 @@ class RunModel:
     def _rate_times(self, values: Values, i: np.ndarray, up, step, own_at, t_pf, base, batch_base) -> dict:
         """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`)
         at its own fixed point, and where that is past what the engine serves (:func:`~specsim.serving.steady.
-        past_capacity`, the wait for admission left out as the fit leaves it out), the full engine's
+        past_capacity`, the answers' rule, with r(c) the closed loop of its N_e with none preempted), the full engine's
         (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where.
 
         The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's
@@ -536,20 +539,25 @@ class RunModel:
         with np.errstate(invalid="ignore"):
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
             extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
+            # r(c), the closed loop of the N_e it holds with none preempted (steady.engine_rate_per_s), at its
+            # population's batches
+            pop = self.population(values.alphas, i)
+            parts = (step_at(pop.batch)[0], step_at(np.maximum(pop.batch_own, 1.0))[1], t_pf, base, batch_base)
+            engine = self._closed_times(values, i, "engine", *parts)
             past = past_capacity(
-                lam * t_pf, b, N_e, lam * self.prefilled[i] * t_dec, budget, iteration_s(s, extra), t_dec
+                lam * t_pf,
+                b,
+                N_e,
+                lam * self.prefilled[i] * t_dec,
+                budget,
+                iteration_s(s, extra),
+                t_dec,
+                lam,
+                engine["requests_per_s"],
             )
         if past.any():
             j = np.flatnonzero(past)
-            pop = self.population(values.alphas, i[j])  # the full engine's steps, at its population's batches
-            parts = (
-                step_at(pop.batch, j)[0],
-                step_at(np.maximum(pop.batch_own, 1.0), j)[1],
-                t_pf[j],
-                base,
-                batch_base[j],
-            )
-            full = self._closed_times(values, i[j], "full", *parts)
+            full = self._closed_times(values, i[j], "full", *(p[j] if np.ndim(p) else p for p in parts))
             for key in t:
                 t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
         t["past"] = past

@@ -956,7 +956,10 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     wait = admission_wait_s(
         lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
     )
-    saturated = past_capacity(share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, wait)
+    rate_c = engine_rate_per_s(steps, P, O, t_pf, cap, limits)
+    saturated = past_capacity(
+        share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, lam, rate_c
+    )  # (the wait is unbounded where lambda reaches rate_c: the same judgement)
     if full is None and np.any(saturated):
         full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
     k_p = _prefill_iterations(P, left, 1.0)
@@ -993,27 +996,39 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     )
 
 
-def past_capacity(share, batch, in_engine, prompt_tokens, budget_left, iteration, t_dec, admission_s=0.0) -> np.ndarray:
+def past_capacity(
+    share, batch, in_engine, prompt_tokens, budget_left, iteration, t_dec, rate_per_s=0.0, engine_rate_per_s=np.inf
+) -> np.ndarray:
     """Where Poisson arrivals are past what the engine serves (:func:`steady_state` marks them ``saturated`` and serves
     them as the full engine): at the decode iteration ``t_dec`` of the open loop's fixed point, the prompts alone need
     the whole engine (their ``share`` of it, lambda t_pf, reaches 1), the decoding ``batch`` it implies (1 + lambda D
     t_dec) is past the ``in_engine`` it holds, the ``prompt_tokens`` arriving per iteration (lambda P t_dec) are more
     than the ``budget_left`` beside the decoding, the ``iteration`` at t_dec is longer than t_dec (no fixed point: prefill
-    batches run apart that grow faster than it), or the wait for admission ``admission_s`` is unbounded (the rate is the
-    full engine's, :func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
-    rate and calibrate-engine's runs at one both take it (the latter without the wait, which its fit leaves out).
+    batches run apart that grow faster than it), or the ``rate_per_s`` reaches ``engine_rate_per_s``, r(c), the rate of
+    the closed loop of the N_e it holds with none preempted (:func:`engine_rate_per_s`), where the wait for admission is
+    unbounded (:func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
+    rate and calibrate-engine's runs at one both take it, each with its own r(c).
 
     >>> past_capacity([0.5, 1.0, 0.5], [10.0, 10.0, 300.0], 256.0, 100.0, 8192.0, 0.02, 0.02).tolist()
     [False, True, True]
+    >>> past_capacity(0.5, 10.0, 256.0, 100.0, 8192.0, 0.02, 0.02, [20.0, 25.0], 25.0).tolist()  # r(c) 25/s
+    [False, True]
     """
     with np.errstate(invalid="ignore"):
         return (
-            ~np.isfinite(admission_s)
+            ((np.asarray(rate_per_s) > 0.0) & (np.asarray(rate_per_s) >= np.asarray(engine_rate_per_s)))
             | (np.asarray(share) >= 1.0)
             | (np.asarray(batch) > np.asarray(in_engine) + 1e-9)
             | (np.asarray(prompt_tokens) > budget_left)
             | (np.asarray(iteration) > np.asarray(t_dec) * (1 + 1e-6))
         )
+
+
+def engine_rate_per_s(steps: _Steps, P, O, t_pf, in_engine, limits) -> np.ndarray:
+    """r(c): the requests/s of the closed loop of the ``in_engine`` (c) requests the engine holds, none preempted (the
+    flow-equivalent server's top rate, :mod:`specsim.serving.arrivals`, as :func:`_engine_rates` takes it at c): a
+    Poisson rate that reaches it is past capacity (:func:`past_capacity`)."""
+    return _closed_loop(steps, in_engine, P, O, t_pf, in_engine, "", limits).requests_per_s
 
 
 def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
