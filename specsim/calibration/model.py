@@ -153,6 +153,7 @@ class RunModel:
         self._populations: dict = {}
         self._deployments: dict = {}
         self._iterations: dict = {}
+        self._engines: dict = {}
         self._prompt_passes: dict = {}
         self._scaled: dict = {}
         self._times: dict = {}
@@ -295,11 +296,8 @@ class RunModel:
         return _kept(self._deployments, key, lambda: self._deployment(values), 16)
 
     def _deployment(self, values: Values):
-        dep, engine = self._at_iteration(values)
-        share = {} if values.share is None else {"overlap_share": values.share, "kernel_overlap_share": values.share}
-        return dataclasses.replace(
-            dep, engine=dataclasses.replace(engine, spec=values.host, kernel_spec=values.host, **share)
-        )
+        dep, _ = self._at_iteration(values)
+        return dataclasses.replace(dep, engine=self._engine(values, rounds=True))
 
     def _at_iteration(self, values: Values) -> tuple:
         """(the deployment at ``values``' efficiency scale, its engine with ``values``' iteration terms and prefill
@@ -310,10 +308,31 @@ class RunModel:
             dep = self.dep
             if self.fit_scale and values.scale != 1.0:
                 dep = _kept(self._scaled, values.scale, lambda: _scaled(dep, values.scale), 16)
-            engine = dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
-            return dep, dataclasses.replace(engine, prefill_scale=values.prefill_scale)
+            return dep, self._engine(values)
 
         return _kept(self._iterations, key, make, 16)
+
+    def _engine(self, values: Values, rounds: bool = False):
+        """The engine with ``values``' iteration terms and prefill efficiency (and with ``rounds``, its round's host terms
+        and hidden share), the last few kept.  Whatever the efficiency scale: a scaled deployment keeps its engine
+        (:func:`_scaled` replaces the profile and source), so a fit's step in the scale alone builds no engine (three
+        validated engine presets a step were a fifth of the DO files' calibration)."""
+        key = (values.iteration_s, values.iteration_seq_s, values.prefill_scale) + (
+            (values.host, values.share) if rounds else ()
+        )
+
+        def make():
+            if rounds:
+                share = (
+                    {}
+                    if values.share is None
+                    else {"overlap_share": values.share, "kernel_overlap_share": values.share}
+                )
+                return dataclasses.replace(self._engine(values), spec=values.host, kernel_spec=values.host, **share)
+            engine = self.dep.engine.with_iteration_ms(values.iteration_s * 1e3, values.iteration_seq_s * 1e6)
+            return dataclasses.replace(engine, prefill_scale=values.prefill_scale)
+
+        return _kept(self._engines, key, make, 32)
 
     def _passes(self, values: Values) -> dict:
         """The GPU parts that depend only on the efficiency scale and the held batches: decode steps at each run's
