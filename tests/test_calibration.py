@@ -2859,7 +2859,7 @@ def test_prompts_faster_than_the_datasheet_peak_are_said_and_a_prefix_share_take
 
 def test_a_rate_the_answers_find_past_the_full_engines_rate_is_timed_as_the_full_engine_by_the_fit_too():
     """The fit's past-capacity rule left out the admission bound the answers take (the rate reaches r(c), the closed
-    loop of the N_e it holds: steady.engine_rate_per_s): on vLLM 0.20.0 (H100, Llama-3.1-8B, 500 + 16 tokens,
+    loop of the N_e it holds: steady._engine_rates at c): on vLLM 0.20.0 (H100, Llama-3.1-8B, 500 + 16 tokens,
     max_num_seqs 32, efficiency scale 0.85, 0.4 ms an iteration) the answers are past capacity from 84.65/s, where the
     wait for admission grows without bound, and the fit's decoding batch reaches N_e only at 87.28/s, so at 86/s the fit
     timed an open loop (TPOT 22.96 ms, 87% over the answers' 12.31 ms) where the answers time the full engine.  One rule
@@ -2883,3 +2883,40 @@ def test_a_rate_the_answers_find_past_the_full_engines_rate_is_timed_as_the_full
     assert t["tpot_s"][0] == pytest.approx(float(want.tpot_s[0, 0]), rel=1e-9)
     assert t["output_tokens_per_s"][0] == pytest.approx(float(want.output_tokens_per_s[0, 0]), rel=1e-9)
     assert np.isinf(t["e2e_s"][0])
+
+
+def test_a_run_judged_by_end_to_end_latency_that_a_fit_takes_past_capacity_keeps_a_finite_continuous_residual():
+    """An e2e-judged rate run below capacity at the preset (refused where past it there: tests/test_hostile_inputs.py)
+    can be taken past capacity by the values a fit tries: its end-to-end latency was inf there, the residual with it,
+    so the solver met inf (a finite-difference Jacobian across the crossing has no finite column).  Past capacity it is
+    now fitted as the full engine's and its queue's growth over the run's requests (steady.finite_run_wait_s): on vLLM
+    0.20.0 (H100, Llama-3.1-8B, 500 + 16 tokens, max_num_seqs 32) at 80/s, measured as the answers give it at 0.4 ms an
+    iteration, the run crosses capacity between 1.68 and 1.70 ms; the residual is finite on both sides, moves by under
+    0.01 across the crossing (0.0022 a step of 0.02 ms below it, 0.027 above), grows past it, and the note says so."""
+    from specsim.serving.limits import engine_limits
+    from specsim.serving.steady import steady_state
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine="vllm@0.20.0", decode_only=True)
+    limits = dataclasses.replace(engine_limits(dep.engine, dep.hardware)[0], max_num_seqs=32)
+    P, O, rate = 500.0, 16.0, 80.0
+    truth = Values(0.85, 0.4e-3, 0.0, 1.0, dep.engine.spec, None, ())
+    probe = RunModel(dep, [CalRun(BenchRun("x", 1, "vllm", None, "concurrency 1", 200, 1.0, None, P, O, None))], limits)
+    want = steady_state(probe.deployment(truth), 0.8, [0], [rate], P, O, "rate", limits, fixed_lengths=True)
+    assert not bool(want.saturated[0, 0])
+    run = CalRun(BenchRun("x.jsonl", 1, "vllm", None, "rate 80/s", 2000, None, None, P, O, None, kind="rate",
+                          load_value=rate, e2e_s=float(want.e2e_s[0, 0])))  # fmt: skip
+    model = RunModel(dep, [run], limits)
+    model.settle(truth)
+    at = np.linspace(1.6e-3, 1.8e-3, 11)
+    values = [dataclasses.replace(truth, iteration_s=float(s)) for s in at]
+    res = np.array([model.residuals(v, np.arange(1))[0] for v in values])
+    past = np.array([bool(model.times(v, np.arange(1))["past"][0]) for v in values])
+    assert not past[0] and past[-1]
+    assert np.all(np.isfinite(res)), res
+    k = int(np.argmax(past))  # the first value past capacity
+    assert abs(res[k] - res[k - 1]) < 0.01, res
+    assert np.all(np.diff(res[k:]) > 0.0), res
+    model.settle(values[-1])
+    (said,) = model.full_said()
+    assert "judged by its end-to-end latency, which has no steady state there" in said
+    assert "its queue's growth over its 2000 requests" in said

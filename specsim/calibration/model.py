@@ -19,7 +19,9 @@ arrivals' batch feeds back on its own step, steeply near capacity: it is solved 
 linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run
 at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
 time it, as the full engine: the closed loop of the N_e it holds, whose queue never runs dry (charged
-:func:`~specsim.serving.preemption.saturated_charge`), its TTFT and end-to-end latency inf (not fitted).
+:func:`~specsim.serving.preemption.saturated_charge`), its TTFT and end-to-end latency inf (not fitted); a run judged by
+its end-to-end latency that the values a fit tries take there is fitted to the full engine's and its queue's growth over
+its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual finite and continuous at the crossing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from specsim.serving.steady import (
     decode_rounds_spread,
     drained_batch_times,
     engine_population,
+    finite_run_wait_s,
     iteration_s,
     offline_times,
     open_batches_s,
@@ -427,6 +430,9 @@ class RunModel:
             for k in ("tpot_s", "itl_s", "ttft_s", "e2e_s", "output_tokens_per_s", "prefill_share")
         }
         out["past"] = np.zeros(index.size, dtype=bool)
+        # a run's end-to-end latency as an e2e-judged run's residual takes it: e2e_s, but past capacity at a rate the
+        # finite run's (_rate_times)
+        out["e2e_run_s"] = np.full(index.size, np.nan)
         if not index.size:
             return out
         step, own_at, up = self.steps_s(values, index)
@@ -462,7 +468,7 @@ class RunModel:
                 )
             for key in out:
                 if key != "past":
-                    out[key][sel] = t[key]
+                    out[key][sel] = t.get(key, t["e2e_s"]) if key == "e2e_run_s" else t[key]
         return out
 
     def _closed_times(self, values: Values, i: np.ndarray, k: str, step, own_at, t_pf, base, batch_base) -> dict:
@@ -470,7 +476,7 @@ class RunModel:
         (``k`` "concurrency"), of the N_e an offline batch drains through ("drain"), or of the N_e Poisson arrivals past
         its capacity fill, users that never run out ("full"; steady._open_loop's full engine), each charged the
         preemption :mod:`specsim.serving.preemption` gives that loop; or of that N_e with none preempted ("engine",
-        whose rate is r(c): :func:`~specsim.serving.steady.engine_rate_per_s`)."""
+        whose rate is r(c), as :func:`~specsim.serving.steady.past_capacity` takes it)."""
         pop = self.population(values.alphas, i)
         own = own_step_s(pop.batch_own, own_at, step, base)
 
@@ -481,7 +487,7 @@ class RunModel:
             return self.deployment(Values(scale=values.scale)).prefill_s(L, draft=spec) / values.prefill_scale
 
         args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
-        if k == "engine":  # none preempted: the rate r(c) of steady.engine_rate_per_s
+        if k == "engine":  # none preempted: the rate r(c) of steady._engine_rates at c
             preempted = None
         elif k == "full":
             kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
@@ -558,7 +564,7 @@ class RunModel:
         with np.errstate(invalid="ignore"):
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
             extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
-            # r(c), the closed loop of the N_e it holds with none preempted (steady.engine_rate_per_s), at its
+            # r(c), the closed loop of the N_e it holds with none preempted (steady._engine_rates at c), at its
             # population's batches
             pop = self.population(values.alphas, i)
             parts = (step_at(pop.batch)[0], step_at(np.maximum(pop.batch_own, 1.0))[1], t_pf, base, batch_base)
@@ -579,6 +585,12 @@ class RunModel:
             full = self._closed_times(values, i[j], "full", *(p[j] if np.ndim(p) else p for p in parts))
             for key in t:
                 t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
+            # what a run judged by its end-to-end latency is fitted to there: the full engine's, and its queue's growth
+            # over the run's requests (steady.finite_run_wait_s), finite where the steady state has none
+            t["e2e_run_s"] = t["e2e_s"].copy()
+            t["e2e_run_s"][j] = full["e2e_s"] + finite_run_wait_s(
+                np.maximum(self.completed[i[j]], 1.0), lam[j], full["requests_per_s"]
+            )
         t["past"] = past
         return t
 
@@ -613,7 +625,15 @@ class RunModel:
                 out.append(
                     f"{_arm(c)} {c.run.where}: {c.run.load} is past what the fitted engine serves: timed as the full "
                     f"engine (N_e {self.in_engine[n]:.0f}, held by {'its KV cache' if kv else 'max_num_seqs'}), its "
-                    "TTFT not fitted (the queue grows over the run)" + _kept_up_said([c])
+                    "TTFT not fitted (the queue grows over the run)"
+                    + (
+                        f"; judged by its end-to-end latency, which has no steady state there: fitted as the full "
+                        f"engine's and its queue's growth over its {self.completed[n]:.0f} requests (the fluid "
+                        "view, specsim.serving.steady.finite_run_wait_s)"
+                        if self.observable[n] == "e2e"
+                        else ""
+                    )
+                    + _kept_up_said([c])
                 )
         return out
 
@@ -638,7 +658,7 @@ class RunModel:
         into every TPOT at load; there the TPOTs, whose prefill share grows with the load, inform it instead."""
         t = self.times(values, index)
         pred = np.empty(index.size)
-        for name, key in OBSERVABLE_KEYS.items():
+        for name, key in (OBSERVABLE_KEYS | {"e2e": "e2e_run_s"}).items():
             m = self.observable[index] == name
             pred[m] = t[key][m]
         res = pred / self.measured[index] - 1.0

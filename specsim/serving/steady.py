@@ -85,6 +85,7 @@ __all__ = [
     "check_limits",
     "engine_limits",
     "engine_population",
+    "finite_run_wait_s",
     "LOAD_KINDS",
     "SteadyState",
     "decode_rounds",
@@ -956,10 +957,12 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     wait = admission_wait_s(
         lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
     )
-    rate_c = engine_rate_per_s(steps, P, O, t_pf, cap, limits)
+    # r(c) as the chain found it: the wait is unbounded exactly where lambda reaches it (admission_wait_s asks the
+    # closed loop at c only where the rate may reach it, so no batch the answer does not use is asked of the source)
+    reached = np.where(np.isinf(wait), lam, np.inf)
     saturated = past_capacity(
-        share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, lam, rate_c
-    )  # (the wait is unbounded where lambda reaches rate_c: the same judgement)
+        share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, lam, reached
+    )
     if full is None and np.any(saturated):
         full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
     k_p = _prefill_iterations(P, left, 1.0)
@@ -1005,9 +1008,10 @@ def past_capacity(
     t_dec) is past the ``in_engine`` it holds, the ``prompt_tokens`` arriving per iteration (lambda P t_dec) are more
     than the ``budget_left`` beside the decoding, the ``iteration`` at t_dec is longer than t_dec (no fixed point: prefill
     batches run apart that grow faster than it), or the ``rate_per_s`` reaches ``engine_rate_per_s``, r(c), the rate of
-    the closed loop of the N_e it holds with none preempted (:func:`engine_rate_per_s`), where the wait for admission is
-    unbounded (:func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
-    rate and calibrate-engine's runs at one both take it, each with its own r(c).
+    the closed loop of the N_e it holds with none preempted (:func:`_engine_rates` at c), where the wait for admission
+    is unbounded (:func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
+    rate (r(c) as the admission chain found it) and calibrate-engine's runs at one (that closed loop at the values it
+    tries) both take it.
 
     >>> past_capacity([0.5, 1.0, 0.5], [10.0, 10.0, 300.0], 256.0, 100.0, 8192.0, 0.02, 0.02).tolist()
     [False, True, True]
@@ -1024,11 +1028,20 @@ def past_capacity(
         )
 
 
-def engine_rate_per_s(steps: _Steps, P, O, t_pf, in_engine, limits) -> np.ndarray:
-    """r(c): the requests/s of the closed loop of the ``in_engine`` (c) requests the engine holds, none preempted (the
-    flow-equivalent server's top rate, :mod:`specsim.serving.arrivals`, as :func:`_engine_rates` takes it at c): a
-    Poisson rate that reaches it is past capacity (:func:`past_capacity`)."""
-    return _closed_loop(steps, in_engine, P, O, t_pf, in_engine, "", limits).requests_per_s
+def finite_run_wait_s(requests: object, rate_per_s: object, served_per_s: object) -> np.ndarray:
+    """The mean queue wait, seconds, of a run of ``requests`` arriving at ``rate_per_s`` to an engine that serves
+    ``served_per_s`` (its full engine's rate), past capacity: the queue grows over the run, the k-th arrival waiting
+    (k - 1) (1 / r - 1 / lambda) in the fluid view (arrivals and departures at their means), so the mean is (n - 1) / 2
+    (1 / r - 1 / lambda); 0 where the engine keeps up.  No steady state (the answers' end-to-end latency there is
+    inf): calibrate-engine's residual of a run judged by its end-to-end latency takes it where the values it tries put
+    the run past capacity, so that the residual stays finite and grows with how far past they are.
+
+    >>> finite_run_wait_s(201, [10.0, 5.0], [5.0, 10.0]).tolist()  # 100 x (0.2 - 0.1) s; the engine keeps up
+    [10.0, 0.0]
+    """
+    n, lam, r = (np.asarray(v, dtype=float) for v in (requests, rate_per_s, served_per_s))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum((n - 1.0) / 2.0 * (1.0 / r - 1.0 / lam), 0.0)
 
 
 def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
