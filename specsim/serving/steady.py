@@ -959,7 +959,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     )
     # r(c) as the chain found it: the wait is unbounded exactly where lambda reaches it (admission_wait_s asks the
     # closed loop at c only where the rate may reach it, so no batch the answer does not use is asked of the source)
-    reached = np.where(np.isinf(wait), lam, np.inf)
+    reached = np.where(np.isfinite(wait), np.inf, lam)
     saturated = past_capacity(
         share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, lam, reached
     )
