@@ -406,6 +406,38 @@ class EnginePreset:
             release=f"{self.release}; {said}",
         )
 
+    def plain_view(self) -> "EnginePreset":
+        """This preset as plain decoding reads it: what only a speculative round reads (its host terms, overlap rule and
+        draft rules) and its labels (version, release, bases) each set to one value, so that two presets whose plain
+        decode steps and prompts are timed alike compare equal.  The release's rules that plain decoding does read
+        (the KV policy, the default limits) live in :class:`~specsim.serving.limits.EngineLimits`, which a caller
+        compares beside it (calibrate-engine's search for a better-fitting version of plain runs fits each such pair
+        once).
+
+        >>> from specsim.engines import PRESETS
+        >>> PRESETS["sglang@0.5"].plain_view() == PRESETS["sglang@latest"].plain_view()  # overlap rules apart
+        True
+        >>> PRESETS["sglang@0.5"].plain_view() == PRESETS["trtllm@latest"].plain_view()
+        False
+        """
+        return dataclasses.replace(
+            self,
+            basis="",
+            version="",
+            release="",
+            spec=SpecHost(),
+            kernel_spec=SpecHost(),
+            spec_basis="",
+            overlap_kinds=frozenset(),
+            overlap_chains_only=False,
+            overlap_share=1.0,
+            kernel_overlap_share=1.0,
+            overlap_basis="",
+            draft_shares_tp=False,
+            draft_overhead_by_layers=True,
+            serial_why="",
+        )
+
     def with_iteration_ms(self, ms: float, seq_us: float | None = None) -> "EnginePreset":
         """The preset with an explicit per-iteration time (``--engine-overhead-ms``) and, where given, per-sequence time."""
         s = ms / 1e3
