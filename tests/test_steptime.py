@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from specsim.cli.main import main
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.timing.roofline import step_time
@@ -192,3 +193,14 @@ def test_the_weight_only_line_follows_the_gemms_timed_on_their_own_roofline(caps
     else:
         assert row["step_time_s"] > whole * (1 + 1e-9)
         assert f"the {said} weight-only GEMMs have a roofline of their own" in out
+
+
+def test_a_context_past_the_positions_names_only_the_flags_steptime_has(capsys):
+    """steptime has --context and no --max-context, but its refusal of a context past the target's positions said
+    'give --context (and --max-context) within it' (helper F's review); the commands that take --max-context still
+    name both where it was given."""
+    assert main(["steptime", "--context", "200000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("past llama-3.1-8b's max_position_embeddings (131,072); give --context within it"), err
+    assert main(["optimal-gamma", "--batch", "1", "--max-context", "200000"]) == 2
+    assert capsys.readouterr().err.strip().endswith("give --context and --max-context within it")

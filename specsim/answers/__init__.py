@@ -375,7 +375,7 @@ def deployment_capacity(
     """
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
-    dep.require_within_positions(tokens, "--context (and --max-context)")
+    dep.require_within_positions(tokens, "--context" if max_context is None else "--context and --max-context")
     cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs)
     require_target_fits(dep, cap)
     return cap
