@@ -99,7 +99,7 @@ paths:
   - bench/roofline_check.py
   - README.md
 engine: vllm
-engine_version: null
+engine_version: null              # not recorded for the H100 box (see engine_spec and notes)
 engine_spec: vllm@0.18.0   # ASSUMED: the H100 runs' vLLM release is not recorded; 0.18.0 is the one the same repository records for its other vLLM box days later (results/sm120_environment.txt); specsim's vLLM preset is one for 0.14.0-0.27.x
 hardware: h100-sxm             # "4x NVIDIA H100 80GB, NVLink" (README), 3.35 TB/s HBM3 a GPU (bench/roofline_check.py: H100 SXM5)
 gpus: 1
