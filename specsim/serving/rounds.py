@@ -8,7 +8,7 @@ import numpy as np
 
 from specsim.speculation.acceptance import as_acceptance
 
-__all__ = ["EXACT_ROUNDS", "decode_rounds", "decode_rounds_spread"]
+__all__ = ["EXACT_ROUNDS", "decode_rounds", "decode_rounds_sd", "decode_rounds_spread"]
 
 
 def decode_rounds(acceptance: object, gamma: object, tokens: object, per_round: object | None = None) -> np.ndarray:
@@ -99,32 +99,22 @@ def _rounds_exact(within: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return (1.0 - (m - low)) * r[row, low] + (m - low) * r[row, high]
 
 
-def decode_rounds_spread(
-    acceptance: object, gamma: object, tokens: object, count: object, spread: object = 0.0
-) -> np.ndarray:
-    """The expected most rounds any of ``count`` requests takes to emit ``tokens`` tokens, less the mean: the standard
-    deviation of a request's rounds times the expected largest of ``count`` standard normal draws (Blom's
-    approximation, Phi^-1((n - 0.375) / (n + 0.25))).  What a batch that ends with its slowest request waits beyond the
-    mean; 0 without speculation.
+def decode_rounds_sd(acceptance: object, gamma: object, tokens: object, spread: object = 0.0) -> np.ndarray:
+    """The standard deviation of the rounds a request takes to emit ``tokens`` tokens; 0 without speculation.
 
     A request's rounds vary by chance, the renewal process's sqrt(m Var X / E^3) (X the tokens of a round), and by
     its prompt: ``spread`` is the standard deviation of the acceptance rate across a workload's prompts (0: every
     prompt accepts alike), which moves a request's rounds by D'(alpha) per unit of rate.  The two add in variance.
 
-    >>> float(decode_rounds_spread(0.8, 0, 255, 8)), round(float(decode_rounds_spread(0.8, 4, 127, 8)), 2)
-    (0.0, 4.2)
-    >>> round(float(decode_rounds_spread(0.8, 4, 127, 8, spread=0.1)), 2)
-    11.39
+    >>> float(decode_rounds_sd(0.8, 0, 255)), round(float(decode_rounds_sd(0.7, 3, 255)), 2)
+    (0.0, 4.91)
     """
-    from scipy.special import ndtri
-
     from specsim.speculation.acceptance import round_tokens_variance, tokens_per_round, tokens_per_round_slope
 
     g = np.asarray(gamma, dtype=float)
     gmax = int(np.max(g)) if g.size else 0
-    n = np.maximum(np.asarray(count, dtype=float), 1.0)
     if gmax == 0:
-        return np.zeros(np.broadcast_shapes(g.shape, n.shape, np.shape(tokens)))
+        return np.zeros(np.broadcast_shapes(g.shape, np.shape(tokens)))
     acc = as_acceptance(acceptance) if not isinstance(acceptance, np.ndarray) else None
     k = np.arange(1, gmax + 1, dtype=float)
     c = (
@@ -143,5 +133,27 @@ def decode_rounds_spread(
         # D = m / E(alpha): dD/dalpha = -m E'(alpha) / E^2, with E'(alpha) = sum over k <= gamma of k alpha^(k - 1)
         de = tokens_per_round_slope(acceptance if acc is None else acc.alpha, g)
         var_rounds = var_rounds + (m * de / e**2 * s) ** 2
+    return np.where(g == 0, 0.0, np.sqrt(var_rounds))
+
+
+def decode_rounds_spread(
+    acceptance: object, gamma: object, tokens: object, count: object, spread: object = 0.0
+) -> np.ndarray:
+    """The expected most rounds any of ``count`` requests takes to emit ``tokens`` tokens, less the mean: the standard
+    deviation of a request's rounds (:func:`decode_rounds_sd`) times the expected largest of ``count`` standard normal
+    draws (Blom's approximation, Phi^-1((n - 0.375) / (n + 0.25))).  What a batch that ends with its slowest request
+    waits beyond the mean; 0 without speculation.
+
+    >>> float(decode_rounds_spread(0.8, 0, 255, 8)), round(float(decode_rounds_spread(0.8, 4, 127, 8)), 2)
+    (0.0, 4.2)
+    >>> round(float(decode_rounds_spread(0.8, 4, 127, 8, spread=0.1)), 2)
+    11.39
+    """
+    from scipy.special import ndtri
+
+    g = np.asarray(gamma, dtype=float)
+    n = np.maximum(np.asarray(count, dtype=float), 1.0)
+    if g.size == 0 or int(np.max(g)) == 0:
+        return np.zeros(np.broadcast_shapes(g.shape, n.shape, np.shape(tokens)))
     largest = np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
-    return np.where(g == 0, 0.0, np.sqrt(var_rounds) * largest)
+    return decode_rounds_sd(acceptance, g, tokens, spread) * largest
