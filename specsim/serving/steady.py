@@ -452,8 +452,9 @@ class Population:
     convoy: np.ndarray
     #: Prompt tokens an iteration carrying a request's own prompt takes beside the others decoding (None: not known).
     own_budget: np.ndarray | None = None
-    #: The standard deviation of a request's rounds where every request has the same lengths (acceptance's chance
-    #: alone, :func:`decode_rounds_sd`); None where lengths vary, whose spread parts a run's first burst at once.
+    #: The standard deviation of a request's rounds where every request has the same lengths and speculates
+    #: (acceptance's chance alone, :func:`decode_rounds_sd`); inf where lengths vary, whose spread parts a run's first
+    #: burst at once, and for plain users (None: not known, as inf).
     rounds_sd: np.ndarray | None = None
 
 
@@ -545,10 +546,12 @@ def closed_population(
         b - group,
         np.broadcast_to(np.asarray(fixed_lengths) & (g == 0) & ((group > 1) | (queued <= 0)) & ~queue_bound, shape),
         np.broadcast_to(own_left, shape),
-        # plain users of one length move in convoys or are spread by the queue (above): no parting to follow
-        np.broadcast_to(np.where(g > 0, decode_rounds_sd(acceptance, g, O - 1.0), np.inf), shape)
-        if fixed_lengths
-        else None,
+        # plain users of one length move in convoys or are spread by the queue (above), and lengths that vary part the
+        # users at once: no parting to follow (inf)
+        np.broadcast_to(
+            np.where((g > 0) & np.asarray(fixed_lengths, dtype=bool), decode_rounds_sd(acceptance, g, O - 1.0), np.inf),
+            shape,
+        ),
     )
 
 
