@@ -656,3 +656,32 @@ def test_the_trtllm_plan_note_on_counters_says_why_its_servers_have_none():
     for server in plan.servers.values():
         extra = yaml.safe_load(TrtllmBench().server(plan, server)[2][f"extra-{server.key}.yml"])
         assert "return_perf_metrics" not in extra
+
+
+@pytest.mark.parametrize(
+    "engine, loads, prompts",
+    [("vllm@0.24.0", "1,4,16,64", None), ("sglang@0.5.23", "1,2,4,8,16,32", "prompts.jsonl")],
+)
+def test_the_plan_says_that_its_servers_limit_and_its_missing_prompts_become_the_calibrations(
+    engine, loads, prompts, tmp_path, capsys
+):
+    # A plan's servers run at its largest load (run.sh's --max-num-seqs or --max-running-requests), the calibration
+    # keeps that limit, and every answer from it takes it: a user serving 64 users from a 1-32 plan got TTFT 5.4 s and
+    # "limited by max_num_seqs", where a server of vLLM's 1024 gives 0.42 s (examples/bench/plan's calibration,
+    # --concurrency 64 --input-len 2000 --output-len 300; docs/calibrate.md). Nothing said so before
+    # the GPUs were spent; nor that a plan without prompts measures no acceptance of the user's.
+    out = tmp_path / "plan"
+    argv = ["bench-plan", "--engine", engine, "--draft", "eagle3", "--concurrency", loads, "--out", str(out)]
+    if prompts:
+        (tmp_path / prompts).write_text('{"prompt": "Explain the tides."}\n')
+        argv += ["--prompts", str(tmp_path / prompts)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    run_sh = (out / "run.sh").read_text()
+    limits = set(re.findall(r"--max-(?:num-seqs|running-requests) (\d+)", run_sh))
+    assert limits == {loads.split(",")[-1]}, limits  # what the note says is what run.sh starts
+    said = f"the plan's servers start at max_num_seqs {limits.pop()}, its largest concurrency"
+    notes = " ".join(yaml.safe_load((out / "plan.yaml").read_text())["notes"])
+    for text in (printed, (out / "README.md").read_text(), notes):
+        assert said in text and "unless --max-num-seqs gives your server's" in text
+    assert ("no prompts file: no run measures your acceptance" in printed) is (prompts is None)

@@ -264,6 +264,22 @@ def design_plan(
             "runs show it only where it outlasts the round's passes, and calibrate-engine says so where they cannot "
             "separate it"
         )
+    # What the runs leave to the calibration's answers, said before the GPUs are spent on them: the servers' limit (each
+    # writer's server() starts them at the largest load) becomes the limit every answer from the file takes, and an
+    # answer at more users than it queues the rest (at 64 users from a 1-32 plan: TTFT 5.4 s where a server of 1024
+    # gives 0.42 s, on examples/bench/plan's calibration; docs/calibrate.md); without prompts no run measures
+    # the acceptance, and the answers take the drafter's published one.
+    notes.append(
+        f"the plan's servers start at max_num_seqs {max(concurrency)}, its largest concurrency: a calibration from its runs "
+        f"keeps that limit, and every answer from it takes it at any load (past {max(concurrency)} users the rest "
+        "queue) unless --max-num-seqs gives your server's; list the concurrency you serve among the loads"
+    )
+    if prompts is None and pin:
+        notes.append(
+            "no prompts file: no run measures your acceptance (the speculative runs are pinned), so the answers from "
+            "the calibration take the drafter's published acceptance unless given one; a plan with --prompts "
+            "FILE.jsonl adds the runs that measure it"
+        )
     checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
     served = served_model or dep.target.source or dep.target.name
     tp = dep.target.tp
