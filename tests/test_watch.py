@@ -660,6 +660,23 @@ def test_a_drop_inside_the_reference_windows_is_named(capsys):
     assert d.ready and d.mu0 == pytest.approx(float(tokens_per_round(0.6, 3)), rel=0.01)
 
 
+@pytest.mark.parametrize("start", [1, 8, 9])
+def test_a_drop_in_the_reference_windows_edges_is_dated_and_sized_where_it_is(start):
+    """A change is found over splits that leave two windows or more a side, but where it is, and how far the acceptance
+    fell, is the best split of all: a drop in the reference's last window (a replayed 70B day, the drop at 01:30) had
+    been named "from 2.533 to 2.256 since 01:20:00", the last two windows pooled (2.533 and 2.021), one window early
+    and half its size."""
+    rng = np.random.default_rng(5)
+    d = DropDetector()
+    found = [d.update(i, w) for i, w in enumerate(_synthetic(rng, 10, 0.7, change=(start, 0.5)))]
+    drops = [x for x in found if x is not None]
+    assert len(drops) == 1 and drops[0].since == start and drops[0].flagged == 9, drops
+    # A side of one window is that window's level: the windows' alpha jitter (sd 0.01) moves it by about 1.5%, so 5%
+    # is over three of its sd (under 0.3% of seeds off); pooling a window of the other level is 10% off or more.
+    assert drops[0].before == pytest.approx(float(tokens_per_round(0.7, 3)), rel=0.05)
+    assert drops[0].after == pytest.approx(float(tokens_per_round(0.5, 3)), rel=0.05)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

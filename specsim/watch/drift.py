@@ -239,23 +239,24 @@ class DropDetector:
     def _change_inside(self, xs, ns, per_draft) -> tuple[bool, Drop | None]:
         """A change of level inside the buffered windows (they came in one read of history, or the engine changed while
         the reference filled): the split of largest two-sample z over every split with two windows or more a side,
-        against the normal quantile of the false-alarm rate over the splits tried.  A drop of the smallest size or more
-        is returned; after any change the buffer keeps only the windows after it."""
+        against the normal quantile of the false-alarm rate over the splits tried.  Found, it is placed, and its levels
+        taken, at the split of largest z over every split, one window a side included (detection and location apart:
+        a drop in the last window had been dated a window early, the two last windows pooled as its level).  A drop
+        of the smallest size or more is returned; after any change the buffer keeps only the windows after it."""
         from scipy.stats import norm
 
-        splits = range(2, xs.size - 1)
-        if not splits:
+        if xs.size < 4:
             return False, None
         z = []
-        for k in splits:
+        for k in range(1, xs.size):
             n1, n2 = ns[:k].sum(), ns[k:].sum()
             m1, m2 = (xs[:k] * ns[:k]).sum() / n1, (xs[k:] * ns[k:]).sum() / n2
             z.append(((m1 - m2) / math.sqrt(per_draft * (1.0 / n1 + 1.0 / n2)), k, m1, m2))
-        limit = float(norm.isf(self.false_alarm / len(z)))
-        top = max(z, key=lambda t: abs(t[0]))
-        if abs(top[0]) < limit:
+        tested = z[1:-1]  # two windows or more a side
+        limit = float(norm.isf(self.false_alarm / len(tested)))
+        if max(abs(t[0]) for t in tested) < limit:
             return False, None
-        stat, k, before, after = top
+        stat, k, before, after = max(z, key=lambda t: abs(t[0]))
         flagged, since = self._buffer[-1][0], self._buffer[k][0]
         self._buffer = self._buffer[k:]
         if stat > 0 and before - after >= self.min_drop * before:
