@@ -2389,14 +2389,16 @@ def test_an_answer_from_a_calibration_says_how_far_off_its_fit_was_held_out_and_
     plan_calibration, capsys
 ):
     # calibrate-engine prints its held-out errors and warnings once; every answer from the file says them again, in one
-    # note, from the file's own record (the fit of the shipped plan warns three times).
+    # note, from the file's own record (the fit of the shipped plan warns three times), with the loads that error was
+    # measured over: an answer at 64 users from runs at 1-32 had said the error as if it held there.
     record = yaml.safe_load(plan_calibration.read_text())
     held = record["errors"]["held_out"]
     capsys.readouterr()
     assert main(["optimal-gamma", "--calibration", str(plan_calibration), "--batch", "1"]) == 0
     err = capsys.readouterr().err
     assert (
-        f"note: calibration.yaml: with each load of its {len(record['runs'])} runs left out, its fit was off by plain "
+        f"note: calibration.yaml: with each load of its {len(record['runs'])} runs (concurrency 1, 2, 4, 8, 16, 32) left "
+        f"out, its fit was off by plain "
         f"{held['plain']:.1%} and speculative {held['spec']:.1%} (mean absolute error); its fit gave "
         f"{len(record['warnings'])} warnings (the file's warnings)\n"
     ) in err

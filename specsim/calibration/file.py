@@ -114,8 +114,10 @@ class Calibration:
         ]
         runs = len(self.record.get("runs", []))
         why = "; ".join(r for rs in (self.record.get("not_held_out") or {}).values() for r in rs)
+        # The loads the error was measured over: an answer past them (64 users from runs at 1-32) is not one of them.
         line = (
-            f"{self.name}: with each load of its {runs} runs left out, its fit was off by {' and '.join(parts)} "
+            f"{self.name}: with each load of its {runs} runs{self._loads()} left out, its fit was off by "
+            f"{' and '.join(parts)} "
             "(mean absolute error)"
             if parts
             else f"{self.name}: no held-out error: " + (why or f"the file records none for its {runs} runs")
@@ -126,6 +128,24 @@ class Calibration:
         if "fit_sha256" not in self.record:  # a file of before 2026-12-05, or one whose seal was taken off
             line += "; it carries no fit_sha256 (written before 2026-12-05, or edited): its values are taken as written"
         return line
+
+    def _loads(self) -> str:
+        """The loads its runs were at, as their labels say them (`` (concurrency 1, 2, 4; rate 2/s)``; "" where none).
+
+        >>> cal = Calibration.__new__(Calibration)
+        >>> runs = [{"load": "concurrency 1"}, {"load": "concurrency 4"}, {"load": "concurrency 1"}, {"load": "rate 2/s"}]
+        >>> object.__setattr__(cal, "record", {"runs": runs})
+        >>> cal._loads()
+        ' (concurrency 1, 4; rate 2/s)'
+        """
+        kinds: dict[str, list[str]] = {}
+        for run in self.record.get("runs") or []:
+            label = str(run.get("load") or "")
+            kind, _, value = label.partition(" ")
+            if label and value not in kinds.setdefault(kind, []):
+                kinds[kind].append(value)
+        said = "; ".join(f"{kind} {', '.join(values)}".strip() for kind, values in kinds.items())
+        return f" ({said})" if said else ""
 
     def speedup_error(self) -> tuple[float | None, str]:
         """(share, where from): the relative error a speedup answered from this calibration carries, from the errors
