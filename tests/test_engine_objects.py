@@ -74,6 +74,18 @@ def test_vllm_changes_the_length_with_the_batch_from_0_24_0(eagle3):
     assert vllm.static_gamma(eagle3, TWO, (0, 24, 0)) is None and vllm.static_gamma(eagle3, ONE, (0, 23, 1)) is None
 
 
+def test_only_a_vllm_release_with_the_per_batch_key_takes_a_schedule_that_rises():
+    """vLLM's validate_and_normalize_dynamic_sd_schedule (vllm/v1/spec_decode/dynamic/utils.py, 0.24.0 and 0.34.0)
+    takes any K >= 0 in any order; before 0.24.0 there is no key, and TensorRT-LLM's validator wants the smallest key's
+    length to be max_draft_len (> 0 for Eagle): a schedule for them never rises.  SGLang's keeps the default."""
+    from specsim.engines.vllm import RISING_WHERE
+
+    vllm, trtllm, sglang = REGISTRY["vllm"], REGISTRY["trtllm"], REGISTRY["sglang"]
+    assert vllm.rising_schedule((0, 24, 0)) == vllm.rising_schedule((0, 34, 0)) == RISING_WHERE
+    assert vllm.rising_schedule((0, 23, 1)) == "" and vllm.rising_schedule((0, 10, 0)) == ""
+    assert trtllm.rising_schedule((1, 3, 0)) == "" and sglang.rising_schedule((0, 5, 23)) == ""
+
+
 def test_sglang_changes_the_length_with_the_batch_where_it_takes_adaptive_steps(eagle3, ngram):
     sglang = REGISTRY["sglang"]
     old, new = (0, 5, 12), (0, 5, 23)

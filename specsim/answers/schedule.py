@@ -51,6 +51,9 @@ class ScheduleAnswer:
     #: that of the rest of it (:func:`fold_on_the_line`).
     on_the_line: tuple = ()
     min_gain: float = DEFAULT_MIN_GAIN  #: speculation only where the predicted gain is at least this
+    #: Where the engine release the schedule is for lets it rise with the batch, the source that says so
+    #: (:meth:`specsim.engines.engine.Engine.rising_schedule`); "": it never rises.
+    rising: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the schedule, not every field (ranges and to_dict hold the rest)
         def what(r) -> str:
@@ -71,6 +74,15 @@ class ScheduleAnswer:
         return self.ranges if self.judged_ranges is None else self.judged_ranges
 
     @property
+    def rule(self) -> str:
+        """How the schedule's gamma may change with batch, in words that follow "gamma": never rising, or, where the engine release takes
+        a schedule that rises (:attr:`rising`), rising once (from off) then never again
+        (:func:`specsim.speculation.schedule.schedule_gammas`)."""
+        if self.rising:
+            return "rises with batch to one peak at most (from off where no gamma pays), then never again"
+        return "never rises with batch"
+
+    @property
     def notes(self) -> list[str]:
         """Where the schedule runs past what fits in memory with the draft, and, at loads, past the largest decode
         batch they run at (the last load's gamma carried on: no load informs those batches)."""
@@ -88,7 +100,7 @@ class ScheduleAnswer:
             out += self._past_the_loads()
             out += self._off_their_best()
         elif self.tree is None:
-            out += self._off_where_it_pays()
+            out += self._off_where_it_pays() + self._turns_on()
         out += self._too_close()
         out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
@@ -112,7 +124,7 @@ class ScheduleAnswer:
 
         error = model_error(self.deployment)
         out = []
-        for r in self.ranges:
+        for r in self.ranges if not self.rising else ():  # a rising schedule is off only where no gamma pays
             if r.gamma != 0:
                 continue
             batch = np.arange(r.start_batch, r.end_batch + 1)
@@ -129,6 +141,24 @@ class ScheduleAnswer:
                 f"measured error of {error.shown}, at {int(pays.sum())} of these batch sizes ({span}), the most gamma {int(best.gamma[i])} at "
                 f"{float(best.speedup[i]):.3f}x at batch {int(batch[i])}: optimal-gamma --batch gives each batch's "
                 "best, and a schedule that starts speculating past where it first failed is not one this command writes"
+            )
+        return out
+
+    def _turns_on(self) -> list[str]:
+        """Per batch, where the engine release lets the schedule rise (:attr:`rising`): each off range that a
+        speculating range follows, said with what was written after it and why (a MoE target whose verification reads
+        more experts than its decode step at small batches pays only at larger ones)."""
+        out = []
+        for r, after in zip(self.ranges, self.ranges[1:]):
+            if not self.rising or r.gamma != 0 or after.gamma == 0:
+                continue
+            on = [x for x in self.ranges if x.start_batch > r.end_batch and x.gamma > 0]
+            top = max(on, key=lambda x: x.max_speedup)
+            out.append(
+                f"speculation is off at batch {r.batches}, where no gamma up to {self.gamma_max} pays (--min-gain "
+                f"{self.min_gain:g}), and on from batch {after.start_batch} (gamma {after.gamma} there; up to "
+                f"{top.max_speedup:.3f}x, gamma {top.gamma} at batch {top.batches}): written so because the engine "
+                f"release takes a schedule that rises with batch: {self.rising}"
             )
         return out
 
@@ -249,7 +279,14 @@ class ScheduleAnswer:
         if batch >= self.max_batch or self.ranges[-1].end_batch <= batch:
             return []
         view = gamma_schedule(
-            self.deployment, self.acceptance, self.max_batch, self.context, self.gamma_max, DEFAULT_MIN_GAIN, self.rtol
+            self.deployment,
+            self.acceptance,
+            self.max_batch,
+            self.context,
+            self.gamma_max,
+            DEFAULT_MIN_GAIN,
+            self.rtol,
+            rising=self.rising,
         )
         there = next(r.gamma for r in view if r.start_batch <= self.max_batch <= r.end_batch)
         if there == carried:
@@ -275,7 +312,7 @@ class ScheduleAnswer:
         value = load.objective()
         gammas = np.asarray(load.state.gamma)[:, 0].astype(int)
         picks = load.best_within(self.rtol)
-        order, rows = load_gammas(load, self.min_gain, self.rtol)
+        order, rows = load_gammas(load, self.min_gain, self.rtol, self.rising)
         parts, theirs = [], []
         for j, i in zip(order, rows):
             own = int(load.best[j])
@@ -398,6 +435,7 @@ def schedule_answer(
     contexts=(),
     load=None,
     max_batch_from: str = "given",
+    rising: str = "",
 ) -> ScheduleAnswer:
     """The schedule for batch sizes 1..``max_batch``: per batch at ``context`` tokens (chains up to ``gamma_max``, or
     trees within ``tree``'s bounds), or with ``load`` (a :func:`specsim.answers.load.load_answer`) each load's best
@@ -407,7 +445,9 @@ def schedule_answer(
     :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
     :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the answer calls it; ``max_batch`` and
     ``context`` in sequences and tokens; ``sibling`` the sibling factor of ``tree``'s acceptance, a ranked sibling's
-    relative to the first, per rank (None: :data:`~specsim.speculation.acceptance.DEFAULT_SIBLING_FACTOR`); ``contexts`` more context lengths, in tokens, for the by-context table.
+    relative to the first, per rank (None: :data:`~specsim.speculation.acceptance.DEFAULT_SIBLING_FACTOR`); ``contexts`` more context lengths, in tokens, for the by-context table; ``rising``
+    the source that lets the engine release's schedule rise with the batch ("": it never rises;
+    :meth:`specsim.engines.engine.Engine.rising_schedule`).
 
     >>> from specsim.answers import deployment_capacity
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
@@ -430,9 +470,9 @@ def schedule_answer(
     if load is None:
         dep.require_drafts_within_positions(context, 0, "--context")
     if load is not None:
-        judged = load_schedule(load, max_batch, min_gain, rtol, judge)
+        judged = load_schedule(load, max_batch, min_gain, rtol, judge, rising)
     elif tree is None:
-        judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge)
+        judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge, rising)
     else:
         judged = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling, judge)
     judged, folded = fold_on_the_line(judged, error)
@@ -455,6 +495,7 @@ def schedule_answer(
         judged if len(judged) > len(ranges) else None,
         folded,
         min_gain,
+        rising if tree is None else "",
     )
 
 

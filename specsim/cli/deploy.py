@@ -99,6 +99,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         contexts=args.contexts,
         load=None if at is None else _load_answer(args, dep, acc, acc_label, *at, lengths),
         max_batch_from=args.max_batch_from,
+        rising=_rising(args, engine, dep),
     )
     if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
         from specsim.cli.model import _print_load
@@ -117,10 +118,10 @@ def run_schedule(args: argparse.Namespace) -> int:
         notes.append(
             f"each batch takes the smallest gamma within {args.rtol * 100:g}% of the best (--rtol {args.rtol:g}"
             + (", the default" if args.rtol == DEFAULT_SCHEDULE_RTOL else "")
-            + "; 0 for the schedule nearest each batch's best that never rises with batch, where optimal-gamma "
+            + f"; 0 for the schedule nearest each batch's best that {answer.rule}, where optimal-gamma "
             "gives each batch's own best)"
             + (
-                f"; gamma never rises with batch, so some batches sit up to {worst:.1%} below their own best"
+                f"; gamma {answer.rule}, so some batches sit up to {worst:.1%} below their own best"
                 if worst > args.rtol + 1e-9
                 else ""
             )
@@ -168,6 +169,18 @@ def _max_batch(args: argparse.Namespace, dep, cap) -> list[str]:
         else f"the engine's {said}"
     )
     return [f"scheduled up to batch {args.max_batch}, {args.max_batch_from}; --max-batch to set"]
+
+
+def _rising(args: argparse.Namespace, engine, dep) -> str:
+    """Where the engine release the schedule is for lets it rise with the batch, the source that says so; "" where
+    it never rises (:meth:`specsim.engines.engine.Engine.rising_schedule`).  The release is the one --format writes
+    for, else the one the modelled engine (--engine, a calibration's, the default) stands for."""
+    from specsim.engines import named_release
+
+    if engine is not None:
+        return engine.rising_schedule(args.writer_version)
+    named = named_release(dep.engine)
+    return "" if named is None else REGISTRY[named[0]].rising_schedule(named[1])
 
 
 def _at_load_schedule(args: argparse.Namespace):
@@ -320,7 +333,7 @@ def _print_table(args, answer, checkpoint) -> None:
                 f"loads fall below their own best gamma, by {by}"
             )
         print(
-            f"\ngamma never rises with batch{of} (shortfalls within --rtol {args.rtol:g} count as none, the smaller "
+            f"\ngamma {answer.rule}{of} (shortfalls within --rtol {args.rtol:g} count as none, the smaller "
             "gamma winning)"
         )
     else:

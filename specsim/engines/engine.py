@@ -263,6 +263,13 @@ class Engine:
         """Why release ``version`` cannot change the draft length with the batch for this deployment (None: it can)."""
         return None
 
+    def rising_schedule(self, version: tuple) -> str:
+        """Where release ``version`` takes a per-batch schedule whose draft length may rise with the batch (speculation
+        off at small batches and on at larger ones), the source that says so; "" where a schedule written for it never
+        rises (its batch-1 length the largest, or no per-batch control): :func:`specsim.speculation.schedule.
+        schedule_gammas` takes the rule."""
+        return ""
+
     def fp8_cache_backend(self, hardware) -> str:
         """What this engine does with an FP8 KV cache on ``hardware`` that specsim does not model, in a clause that
         follows a semicolon ("": nothing specsim has read)."""

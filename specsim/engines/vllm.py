@@ -44,6 +44,7 @@ __all__ = [
     "ROCM_SPEC",
     "VllmBench",
     "PER_BATCH_SINCE",
+    "RISING_WHERE",
     "check_vllm_pair",
     "draft_tp",
     "engine_settings",
@@ -299,6 +300,23 @@ def _lookup(drafter) -> dict:
 #: The first release with num_speculative_tokens_per_batch_size (vllm-project/vllm#32374; absent from
 #: vllm/config/speculative.py in every release 0.20.0-0.23.0, present 0.24.0-0.33.0).
 PER_BATCH_SINCE = (0, 24, 0)
+#: Why a vLLM schedule may start off and rise with the batch: validate_and_normalize_dynamic_sd_schedule
+#: (vllm/v1/spec_decode/dynamic/utils.py L7-74, the same file in the 0.24.0 and 0.34.0 wheels) asks of each
+#: [start, end, K] only start >= 1, start <= end and K >= 0, the ranges not overlapping, the first starting at 1, and
+#: nothing of the order of K; build_dynamic_sd_schedule_lookup (L77-148) caps each K at num_speculative_tokens, which
+#: must be > 0 (L91-92), and gives a batch past the last range its K.
+RISING_WHERE = (
+    "vLLM's num_speculative_tokens_per_batch_size takes any K >= 0 in any order (validate_and_normalize_dynamic_sd_"
+    "schedule, vllm/v1/spec_decode/dynamic/utils.py, read in 0.24.0 and 0.34.0)"
+)
+#: What K = 0 in that schedule still runs: the drafter's first pass over the batch's tokens, to keep its KV cache in
+#: sync (0.24.0 vllm/v1/spec_decode/llm_base_proposer.py L538-547; 0.34.0 v1/worker/gpu/spec_decode/standalone_ar/
+#: speculator.py L425-439, target_dependent_ar/speculator.py L237-252); releases between were not read.
+OFF_RUNS_DRAFT_PASS = (
+    "vLLM runs the drafter's first pass at K = 0 to keep its KV cache in sync (0.24.0 "
+    "v1/spec_decode/llm_base_proposer.py L538-547; 0.34.0 v1/worker/gpu/spec_decode/standalone_ar/speculator.py "
+    "L425-439), which specsim's off (plain decoding, speedup 1) does not charge"
+)
 
 
 def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
@@ -360,6 +378,9 @@ def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = 
         f"the schedule ends at batch {ranges[-1].end_batch}; vLLM gives larger batches the last range's K "
         "(build_dynamic_sd_schedule_lookup, vllm/v1/spec_decode/dynamic/utils.py)"
     ]
+    offs = [r.batches for r in ranges if r.gamma == 0]
+    if offs:
+        notes.append(f"K = 0 at batch {', '.join(offs)}: {OFF_RUNS_DRAFT_PASS}")
     if version < (0, 25, 0):
         notes.append(
             f"vLLM {v} switches full CUDA graphs to PIECEWISE with this key, and its Model Runner V2 does not take it "
@@ -1296,6 +1317,9 @@ class _Vllm(Engine):
 
     def static_gamma(self, dep, ranges, version):
         return ranges[0].gamma if len(ranges) > 1 and version < PER_BATCH_SINCE else None  # to_vllm's batch-1 length
+
+    def rising_schedule(self, version):
+        return RISING_WHERE if tuple(version) >= PER_BATCH_SINCE else ""
 
 
 ENGINE = _Vllm(

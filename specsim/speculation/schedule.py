@@ -67,6 +67,9 @@ __all__ = [
     "load_gammas",
     "load_schedule",
     "merge_ranges",
+    "monotone_gammas",
+    "rising_gammas",
+    "schedule_gammas",
     "static_cost",
     "tree_schedule",
 ]
@@ -166,7 +169,12 @@ def _labels(judge, gains: np.ndarray) -> list:
 
 
 def load_schedule(
-    answer, max_batch: int, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL, judge=None
+    answer,
+    max_batch: int,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    rtol: float = DEFAULT_SCHEDULE_RTOL,
+    judge=None,
+    rising: str = "",
 ) -> list[ScheduleRange]:
     """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved, keyed, as engines key a schedule,
     by the decode batch each load runs at (its best gamma's); the batch sizes between two loads take the nearer load's
@@ -184,8 +192,9 @@ def load_schedule(
     ``judge`` (a function of a load's gain by that objective, over plain decoding's, to its verdict) splits a gamma's
     range where the verdict of its loads changes, so that each range's verdict holds for every load in it; without
     it the ranges change only with the gamma (what an engine is configured with; :func:`merge_ranges` of the split
-    ones)."""
-    order, row = load_gammas(answer, min_gain, rtol)
+    ones).  ``rising`` (where the engine release lets a schedule rise with the batch, and why: :func:`schedule_gammas`)
+    lifts the never-rising rule: each load takes its own gamma by the same rtol and gain."""
+    order, row = load_gammas(answer, min_gain, rtol, rising)
     surface = answer.scores()[:, order]  # (a gamma with no room, -inf, is no best to fall short of)
     gammas = np.asarray(answer.state.gamma)[:, 0].astype(int)
     speed = answer.tpot_speedup()[:, order]
@@ -213,12 +222,13 @@ def load_schedule(
 
 
 def load_gammas(
-    answer, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL
+    answer, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL, rising: str = ""
 ) -> tuple[list[int], np.ndarray]:
     """The loads of a :class:`~specsim.answers.load.LoadAnswer` in the order :func:`load_schedule` keys them (by the
     decode batch each runs at) and, for each, the row of the gamma it gives the load (0: speculation off): the rule
     its docstring states.  A load's own best (``answer.best``, optimal-gamma's at it) is the smallest gamma within
-    optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises."""
+    optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises (unless
+    ``rising``: :func:`schedule_gammas`)."""
     value = answer.scores()  # as optimal-gamma at a load picks: a gamma with no room for a request scores -inf
     order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
     surface = value[:, order]
@@ -229,7 +239,7 @@ def load_gammas(
     # A gamma that falls behind Poisson arrivals scores 0, one with no room -inf: floored to a share above 0 so that the
     # shortfalls (1 - score / best) still compare; neither pays.
     pays = surface[1:] >= min_gain * surface[0]
-    return order, monotone_gammas(np.maximum(surface, 1e-12), rtol, pays)
+    return order, schedule_gammas(np.maximum(surface, 1e-12), rtol, pays, rising)
 
 
 def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
@@ -260,6 +270,7 @@ def gamma_schedule(
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
     judge=None,
+    rising: str = "",
 ) -> list[ScheduleRange]:
     """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges (split also where
     ``judge``, a function of a batch's speedup to its verdict, changes: see :func:`merge_ranges`).
@@ -272,7 +283,9 @@ def gamma_schedule(
     pays (its speedup at least ``min_gain``); speculation off (gamma = 0, speedup 1) is one of the schedule's choices,
     and as gamma never rises it holds for every larger batch: the schedule turns off only where no gamma up to the one
     it ran last pays (:func:`monotone_gammas`).  Each range carries how far below the best of its batches it is
-    (``shortfall``).
+    (``shortfall``).  Where the engine release takes a schedule that rises with the batch (``rising``, the source that
+    says so: vLLM's per-batch key), each batch takes its own gamma by the same rtol and gain, off where none pays
+    (:func:`rising_gammas`).
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
@@ -294,7 +307,7 @@ def gamma_schedule(
     surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
     # Off where no gamma the schedule can still take pays, and off from there on: at large batches the gain hovers
     # about 1 as the kernels' steps cross it, and a schedule that switched back on would rise with batch.
-    gamma = monotone_gammas(surface, rtol, surface[1:] >= min_gain)
+    gamma = schedule_gammas(surface, rtol, surface[1:] >= min_gain, rising)
     values = np.where(gamma > 0, surface[gamma, np.arange(batch.size)], 1.0)
     short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
     # Split where gamma changes (or, judged, the verdict); each run becomes one range.
@@ -312,6 +325,84 @@ def gamma_schedule(
         )
         for s, e in zip(starts, ends)
     ]
+
+
+def _shortfall_costs(surface: np.ndarray, rtol: float, pays: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """(the cost of each row of ``surface`` at each column, the gamma of its first row): how far each falls below its
+    column's best, a shortfall within ``rtol`` counting as none; inf where a speculating gamma does not pay (``pays``),
+    and speculation off (row 0, present only with ``pays``) at row 0's own shortfall, without ``rtol``.  The one cost
+    that :func:`monotone_gammas` and :func:`rising_gammas` minimise."""
+    if pays is None:
+        rows, first = surface[1:], 1
+        allowed = np.ones(rows.shape, dtype=bool)
+    else:
+        rows, first = surface, 0
+        allowed = np.vstack([np.ones((1, surface.shape[1]), dtype=bool), np.asarray(pays, dtype=bool)])
+    best = np.where(allowed, rows, -np.inf).max(axis=0)
+    cost = np.where(allowed, np.maximum(1.0 - rows / best - rtol, 0.0), np.inf)
+    if pays is not None:  # off against on is --min-gain's call, not --rtol's: a gain that pays is never rounded to none
+        cost[0] = 1.0 - rows[0] / best
+    return cost, first
+
+
+def schedule_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None, rising: str = "") -> np.ndarray:
+    """The gammas of a schedule over the columns of ``surface`` by the rule of the engine release it is written for:
+    :func:`rising_gammas` where ``rising`` (the source that lets that release's schedule rise with the batch:
+    :meth:`specsim.engines.engine.Engine.rising_schedule`) is given, else :func:`monotone_gammas`."""
+    return rising_gammas(surface, rtol, pays) if rising else monotone_gammas(surface, rtol, pays)
+
+
+def rising_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None) -> np.ndarray:
+    """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas of the schedule
+    that may rise along the columns (from speculation off, 0, where ``pays`` allows it) and then never rises again,
+    falling least below each column's best by :func:`monotone_gammas`'s cost (a shortfall within ``rtol`` counting as
+    none, only gammas that pay); of equally cheap schedules, one that never rises where there is one, then the smaller
+    gamma.  For an engine whose schedule may rise with the batch (vLLM's num_speculative_tokens_per_batch_size takes
+    any K >= 0 in any order: :data:`specsim.engines.vllm.RISING_WHERE`): a MoE target whose verification reads more
+    experts than its decode step at small batches is off there and on where speculation pays, where
+    :func:`monotone_gammas` stays off from the first batch where none pays.  It rises once at most (up, then down): each
+    batch's own best over measured kernel times flips gamma 4, 3, 4, 3 on differences of 1-3% (the GEMMs' steps at
+    m = b(gamma+1) = 256), which that rule, as the never-rising one, keeps out of a schedule.
+
+    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [0.9, 0.98, 1.10, 1.20], [0.8, 0.95, 1.12, 1.30]])
+    >>> rising_gammas(surface, 0.02, surface[1:] >= 1.0).tolist()  # off, off, then gamma 1 (within 2%), then 2
+    [0, 0, 1, 2]
+    >>> monotone_gammas(surface, 0.02, surface[1:] >= 1.0).tolist()  # never rising: off from batch 1 on
+    [0, 0, 0, 0]
+    >>> surface = np.array([[1.0] * 4, [1.5, 1.5, 1.40, 1.30], [1.6, 1.45, 1.45, 1.28]])
+    >>> rising_gammas(surface, 0.0).tolist(), monotone_gammas(surface, 0.0).tolist()  # down, then never up again
+    ([2, 1, 1, 1], [2, 1, 1, 1])
+    """
+    cost, first = _shortfall_costs(surface, rtol, pays)
+    n_gamma, n_batch = cost.shape
+    idx = np.arange(n_gamma)
+    up, down = cost[:, 0].copy(), cost[:, 0].copy()  # cheapest paths into each gamma, still rising / past the top
+    back_up = np.zeros((n_gamma, n_batch), dtype=int)  # the predecessor's gamma (it was rising too)
+    back_down = np.zeros((n_gamma, n_batch), dtype=int)  # the predecessor's gamma, + n_gamma where it was rising
+    for j in range(1, n_batch):
+        # Rising into g: from some g' <= g, staying where equal (a running minimum, the last of equal ones).
+        arg_up = np.maximum.accumulate(np.where(up <= np.minimum.accumulate(up), idx, 0))
+        # Past the top into g: from some g' >= g of either phase, a falling one first on a tie, then the smaller g'.
+        arg_d = np.empty(n_gamma, dtype=int)
+        arg_u = np.empty(n_gamma, dtype=int)
+        arg_d[-1] = arg_u[-1] = n_gamma - 1
+        for g in range(n_gamma - 2, -1, -1):
+            arg_d[g] = g if down[g] <= down[arg_d[g + 1]] else arg_d[g + 1]
+            arg_u[g] = g if up[g] <= up[arg_u[g + 1]] else arg_u[g + 1]
+        from_down = down[arg_d] <= up[arg_u]
+        back_up[:, j] = arg_up
+        back_down[:, j] = np.where(from_down, arg_d, arg_u + n_gamma)
+        up, down = cost[:, j] + up[arg_up], cost[:, j] + np.where(from_down, down[arg_d], up[arg_u])
+    out = np.empty(n_batch, dtype=int)
+    rising = bool(up.min() < down.min())
+    out[-1] = int(np.argmin(up if rising else down))
+    for j in range(n_batch - 1, 0, -1):
+        if rising:
+            out[j - 1] = back_up[out[j], j]
+        else:
+            prev = back_down[out[j], j]
+            rising, out[j - 1] = prev >= n_gamma, prev % n_gamma
+    return out + first
 
 
 def monotone_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None) -> np.ndarray:
@@ -335,17 +426,8 @@ def monotone_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = 
     >>> monotone_gammas(surface, 0.0, surface[1:] >= 1.0).tolist()  # gamma 1 pays at every batch after the first
     [2, 1, 1, 1]
     """
-    if pays is None:
-        rows, first = surface[1:], 1
-        allowed = np.ones(rows.shape, dtype=bool)
-    else:
-        rows, first = surface, 0
-        allowed = np.vstack([np.ones((1, surface.shape[1]), dtype=bool), np.asarray(pays, dtype=bool)])
-    best = np.where(allowed, rows, -np.inf).max(axis=0)
-    cost = np.where(allowed, np.maximum(1.0 - rows / best - rtol, 0.0), np.inf)
-    if pays is not None:  # off against on is --min-gain's call, not --rtol's: a gain that pays is never rounded to none
-        cost[0] = 1.0 - rows[0] / best
-    n_gamma, n_batch = rows.shape
+    cost, first = _shortfall_costs(surface, rtol, pays)
+    n_gamma, n_batch = cost.shape
     total = cost[:, 0].copy()
     back = np.zeros((n_gamma, n_batch), dtype=int)
     for j in range(1, n_batch):
