@@ -1,9 +1,10 @@
 """schedule as a library result: the gamma (or tree) per batch-size range, where the memory stops it, and by context.
 
 The ranges come from :func:`specsim.speculation.schedule.gamma_schedule` (each batch size's best gamma, never rising
-with batch), :func:`~specsim.speculation.schedule.tree_schedule` (the best tree within bounds) or, at a load,
-:func:`~specsim.speculation.schedule.load_schedule` (the loads' gammas, never rising with the decode batch each runs
-at, keyed by it).  An
+with batch, or, where the engine release takes a schedule that rises, rising to one peak at most:
+:meth:`specsim.engines.engine.Engine.rising_schedule`), :func:`~specsim.speculation.schedule.tree_schedule` (the best
+tree within bounds) or, at a load, :func:`~specsim.speculation.schedule.load_schedule` (the loads' gammas by the same
+rule along the decode batch each runs at, keyed by it).  An
 engine's configuration is then written from the ranges by that engine's ``render_schedule``
 (:data:`specsim.engines.REGISTRY`).
 """
@@ -115,7 +116,7 @@ class ScheduleAnswer:
     def _off_where_it_pays(self) -> list[str]:
         """Per batch: the ranges the schedule turns off that hold batch sizes where speculation pays on its own (the
         best gamma's gain at least --min-gain and past the model's error, where optimal-gamma at that batch says speculate).
-        Gamma never rises with batch,
+        Where the engine release's schedule never rises (:attr:`rising` empty), gamma never rises with batch,
         so speculation stays off from the first batch where the schedule's gamma does not pay; a target whose gain
         grows with batch (a MoE's verification touches more experts than its decode step at small batches) is then
         off where optimal-gamma says speculate, and the table alone would not say so."""

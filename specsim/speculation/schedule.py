@@ -15,7 +15,10 @@ vLLM (docs/features/speculative_decoding/dynamic_speculative_decoding.md,
 https://docs.vllm.ai/en/latest/features/speculative_decoding/dynamic_speculative_decoding/,
 vLLM 0.24): ``speculative_config["num_speculative_tokens_per_batch_size"]`` is
 a list of ``[start_bs, end_bs, k]`` with inclusive ranges; ``k = 0`` turns
-speculation off in that range; ``num_speculative_tokens`` is the largest k.
+speculation off in that range; ``num_speculative_tokens`` is the largest k.  Its validator takes any k >= 0 in any
+order, so a schedule for it may start off and rise (:func:`rising_gammas`; the others never rise:
+:func:`monotone_gammas`).  At k = 0 vLLM still runs the drafter's first pass (:data:`specsim.engines.vllm.
+OFF_RUNS_DRAFT_PASS`), which off here (speedup 1) does not charge.
 
 TensorRT-LLM (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
 in tensorrt_llm/_torch/speculative/utils.py and its unit tests):
@@ -356,22 +359,22 @@ def rising_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = No
     """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas of the schedule
     that may rise along the columns (from speculation off, 0, where ``pays`` allows it) and then never rises again,
     falling least below each column's best by :func:`monotone_gammas`'s cost (a shortfall within ``rtol`` counting as
-    none, only gammas that pay); of equally cheap schedules, one that never rises where there is one, then the smaller
-    gamma.  For an engine whose schedule may rise with the batch (vLLM's num_speculative_tokens_per_batch_size takes
+    none, only gammas that pay); of equally cheap schedules, one that never rises where there is one (rising, it holds
+    a gamma rather than climb to it; falling, the smaller gamma).  For an engine whose schedule may rise with the batch (vLLM's num_speculative_tokens_per_batch_size takes
     any K >= 0 in any order: :data:`specsim.engines.vllm.RISING_WHERE`): a MoE target whose verification reads more
     experts than its decode step at small batches is off there and on where speculation pays, where
     :func:`monotone_gammas` stays off from the first batch where none pays.  It rises once at most (up, then down): each
     batch's own best over measured kernel times flips gamma 4, 3, 4, 3 on differences of 1-3% (the GEMMs' steps at
     m = b(gamma+1) = 256), which that rule, as the never-rising one, keeps out of a schedule.
 
-    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [0.9, 0.98, 1.10, 1.20], [0.8, 0.95, 1.12, 1.30]])
-    >>> rising_gammas(surface, 0.02, surface[1:] >= 1.0).tolist()  # off, off, then gamma 1 (within 2%), then 2
+    >>> surface = np.array([[1.0, 1.0, 1.0, 1.0], [0.9, 0.98, 1.15, 1.20], [0.8, 0.95, 1.12, 1.30]])
+    >>> rising_gammas(surface, 0.02, surface[1:] >= 1.0).tolist()  # off, off, then gamma 1, then 2
     [0, 0, 1, 2]
     >>> monotone_gammas(surface, 0.02, surface[1:] >= 1.0).tolist()  # never rising: off from batch 1 on
     [0, 0, 0, 0]
     >>> surface = np.array([[1.0] * 4, [1.5, 1.5, 1.40, 1.30], [1.6, 1.45, 1.45, 1.28]])
-    >>> rising_gammas(surface, 0.0).tolist(), monotone_gammas(surface, 0.0).tolist()  # down, then never up again
-    ([2, 1, 1, 1], [2, 1, 1, 1])
+    >>> rising_gammas(surface, 0.0).tolist(), monotone_gammas(surface, 0.0).tolist()  # no cheaper one rises
+    ([2, 2, 2, 1], [2, 2, 2, 1])
     """
     cost, first = _shortfall_costs(surface, rtol, pays)
     n_gamma, n_batch = cost.shape
