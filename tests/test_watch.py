@@ -2060,35 +2060,3 @@ def test_replay_of_a_calibration_writes_its_engines_metrics_and_takes_its_drafte
     assert main([*replay, "--input-len", "700"]) == 0
     said = capsys.readouterr()
     assert "requests of 700 in, 256 out" in json.loads(said.out)["day"] and "--input-len 700" not in said.err
-
-
-def test_the_watchs_config_is_what_its_own_schedule_command_writes_where_the_schedule_rises(capsys):
-    """gpt-oss-120b with gpt-oss-20b on an H200 at vLLM 0.34.0, whose per-batch key takes a schedule that starts at
-    K = 0 and rises (specsim.engines.vllm.RISING_WHERE): speculation pays at the loads' middle decode batches only.
-    The watch wrote 'leave speculative_config unset' (its schedule never rose), while the command its note names
-    ('the same from: specsim schedule ...') wrote K 2 at batch 48-94: both now take the release's rule and agree."""
-    from types import SimpleNamespace
-
-    from specsim.core.defaults import DEFAULT_BATCHES
-    from specsim.serving.steady import EngineLimits
-    from specsim.speculation.deployment import Deployment
-    from specsim.watch.judge import Judge
-    from specsim.watch.watcher import schedule_writer
-
-    dep = Deployment.build("h200", "gpt-oss-120b", "gpt-oss-20b", engine="vllm")
-    names, release, shown = metric_names("vllm")
-    write = schedule_writer(dep, Judge(dep, EngineLimits(256, 8192)), names, release, shown)
-    window = SimpleNamespace(
-        gamma=3, acceptance_length=2.6, per_position=None, input_tokens=1000.0, output_tokens=256.0, running=7.0
-    )
-    text, notes = write(window)
-    (again,) = [n for n in notes if n.startswith("the same from: specsim schedule ")]
-    alpha = re.search(r"--alpha ([\d.]+)", again).group(1)
-    argv = ["schedule", "--concurrency", ",".join(map(str, DEFAULT_BATCHES)), "--alpha", alpha, "--input-len", "1000"]
-    argv += ["--output-len", "256", "--format", "vllm", "--engine", "vllm@0.34.0", "--hardware", "h200"]
-    argv += ["--target", "gpt-oss-120b", "--max-num-seqs", "256", "--max-batched-tokens", "8192"]
-    assert main(argv) == 0
-    key = "num_speculative_tokens_per_batch_size"
-    written, scheduled = json.loads(text)[key], json.loads(capsys.readouterr().out)[key]
-    assert written == scheduled
-    assert written[0][2] == 0 and max(k for _, _, k in written) > 0  # off at batch 1, on at larger batches

@@ -411,8 +411,7 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
                 judge.limits.max_num_seqs,
             )
             most = scheduled_batches(cap, min(int(judge.limits.seqs(True)), MAX_BATCH))
-            rising = REGISTRY[names.engine].rising_schedule(release)  # as specsim schedule takes the release's rule
-            ranges = load_schedule(answer, most, 1.0, rising=rising)
+            ranges = load_schedule(answer, most, 1.0)
             dep.drafter.support(names.engine, release)
             checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
             text, notes = REGISTRY[names.engine].render_schedule(ranges, dep, checkpoint, release, 1.0, most)
@@ -421,14 +420,12 @@ def schedule_writer(dep, judge, names, release: tuple, shown: str, draft_checkpo
         running = window.running
         at = next((r for r in ranges if running is not None and r.start_batch <= round(running) <= r.end_batch), None)
         if proposed is not None and at is not None and at.gamma != proposed:
-            # The verdict is this load's own best; the schedule never rises with the batch (or rises to one peak at
-            # most, where the release takes that) and keys closed loops by the batch they decode (load_schedule), so at
-            # the batch running now it can give another gamma: said.
+            # The verdict is this load's own best; the schedule never rises with the batch and keys closed loops by the
+            # batch they decode (load_schedule), so at the batch running now it can give another gamma: said.
             weighed.append(
                 f"at the {round(running)} sequences running now specsim's schedule gives gamma {at.gamma}, not the "
-                f"verdict's {proposed}: a schedule's gamma "
-                + ("rises with the batch to one peak at most" if rising else "never rises with the batch")
-                + ", and it is fitted over every load, the verdict at this one"
+                f"verdict's {proposed}: a schedule's gamma never rises with the batch, and it is fitted over every load, "
+                "the verdict at this one"
             )
         again = (
             f"specsim schedule --concurrency {flag} --input-len {window.input_tokens:.0f} --output-len "
