@@ -78,9 +78,9 @@ class ScheduleAnswer:
     def rule(self) -> str:
         """How the schedule's gamma may change with batch, in words that follow "gamma": never rising, or, where the engine release takes
         a schedule that rises (:attr:`rising`), rising once (from off) then never again
-        (:func:`specsim.speculation.schedule.schedule_gammas`)."""
+        (:func:`specsim.speculation.schedule.rising_gammas`, per batch only)."""
         if self.rising:
-            return "rises with batch to one peak at most (from off where no gamma pays), then never again"
+            return "rises with batch to one peak at most, then never again"
         return "never rises with batch"
 
     @property
@@ -125,7 +125,8 @@ class ScheduleAnswer:
 
         error = model_error(self.deployment)
         out = []
-        for r in self.ranges if not self.rising else ():  # a rising schedule is off only where no gamma pays
+        unset = self.rising and len(self.ranges) == 1  # a rising schedule's other off ranges are K = 0 (_turns_on)
+        for r in self.ranges if not self.rising or unset else ():
             if r.gamma != 0:
                 continue
             batch = np.arange(r.start_batch, r.end_batch + 1)
@@ -136,32 +137,77 @@ class ScheduleAnswer:
             i = int(np.argmax(np.where(pays, best.speedup, -np.inf)))
             where = batch[pays]
             span = str(where[0]) if where[0] == where[-1] else f"{where[0]}-{where[-1]}"
+            there = (
+                f"at {int(pays.sum())} of these batch sizes ({span}), the most gamma {int(best.gamma[i])} at "
+                f"{float(best.speedup[i]):.3f}x at batch {int(batch[i])}: optimal-gamma --batch gives each batch's best"
+            )
+            if unset:
+                zero = self._zero_k(batch[~pays])
+                out.append(
+                    f"speculation is left unset at batch {r.batches}, though it pays, past specsim's measured error of "
+                    f"{error.shown}, {there}; a schedule written to speculate there runs the drafter at every batch size "
+                    f"(the engine release runs its pass even at K = 0: {zero}x at the others) and, over batch sizes "
+                    f"{r.batches} weighed alike, falls further below each one's best than plain decoding does"
+                )
+                continue
             out.append(
                 f"speculation is off at batch {r.batches}: gamma never rises with batch, and from batch {r.start_batch} "
                 f"the schedule's gamma does not pay (--min-gain {self.min_gain:g}); yet on its own it pays, past specsim's "
-                f"measured error of {error.shown}, at {int(pays.sum())} of these batch sizes ({span}), the most gamma {int(best.gamma[i])} at "
-                f"{float(best.speedup[i]):.3f}x at batch {int(batch[i])}: optimal-gamma --batch gives each batch's "
-                "best, and a schedule that starts speculating past where it first failed is not one this command writes"
+                f"measured error of {error.shown}, {there}, and a schedule that starts speculating past where it first "
+                "failed is not one this command writes"
             )
         return out
 
     def _turns_on(self) -> list[str]:
-        """Per batch, where the engine release lets the schedule rise (:attr:`rising`): each off range that a
-        speculating range follows, said with what was written after it and why (a MoE target whose verification reads
-        more experts than its decode step at small batches pays only at larger ones)."""
-        out = []
-        for r, after in zip(self.ranges, self.ranges[1:]):
-            if not self.rising or r.gamma != 0 or after.gamma == 0:
+        """Where the engine release lets the schedule rise (:attr:`rising`), the ranges where it loses (below
+        --min-gain): written, speculation is never free there, as K = 0 still runs the drafter's pass
+        (:func:`specsim.speculation.schedule.zero_k_speedup`), so the schedule takes what loses least, K = 0 or a gamma;
+        said with what leaving speculation unset would give instead and why the schedule is written (a MoE target whose
+        verification reads more experts than its decode step at small batches pays only at larger ones)."""
+        from specsim.speculation.schedule import ScheduleRange, speedup, zero_k_speedup
+
+        if not self.rising or min(r.min_speedup for r in self.ranges) >= self.min_gain:
+            return []
+        parts = []
+        for r in self.ranges:
+            batch = np.arange(r.start_batch, r.end_batch + 1)
+            zero = zero_k_speedup(self.deployment, self.acceptance, batch, self.context)
+            value = zero if r.gamma == 0 else speedup(self.deployment, self.acceptance, r.gamma, batch, self.context)
+            loses = np.flatnonzero(value < self.min_gain)
+            if loses.size == 0:
                 continue
-            on = [x for x in self.ranges if x.start_batch > r.end_batch and x.gamma > 0]
-            top = max(on, key=lambda x: x.max_speedup)
-            out.append(
-                f"speculation is off at batch {r.batches}, where no gamma up to {self.gamma_max} pays (--min-gain "
-                f"{self.min_gain:g}), and on from batch {after.start_batch} (gamma {after.gamma} there; up to "
-                f"{top.max_speedup:.3f}x, gamma {top.gamma} at batch {top.batches}): written so because the engine "
-                f"release takes a schedule that rises with batch: {self.rising}"
+            at = batch[loses[0] : loses[-1] + 1]  # the losing batches of one range are one run: gain grows, then falls
+            seen = ScheduleRange(int(at[0]), int(at[-1]), r.gamma, float(value[loses].min()), float(value[loses].max()))
+            parts.append(
+                (f"K = 0 at batch {seen.batches}" if r.gamma == 0 else f"gamma {r.gamma} at batch {seen.batches}")
+                + f": {seen.speedups}x"
+                + (
+                    ""
+                    if r.gamma == 0
+                    else f" (K = 0 there {float(zero[loses].min()):.3f}-{float(zero[loses].max()):.3f}x)"
+                )
             )
-        return out
+        paying = [r for r in self.ranges if r.max_speedup >= self.min_gain and r.gamma > 0]
+        if not parts or not paying:
+            return []
+        top = max(paying, key=lambda x: x.max_speedup)
+        where = "; ".join(parts)
+        return [
+            f"the schedule loses where no gamma pays ({where}): written, speculation is never free, as the engine "
+            f"release runs the drafter's pass even at K = 0, so it takes what loses least there; leaving speculation "
+            f"unset instead runs those batch sizes at 1x and forgoes the gain elsewhere (up to {top.max_speedup:.3f}x, "
+            f"gamma {top.gamma} at batch {top.batches}): over batch sizes 1-{self.ranges[-1].end_batch}, weighed alike, "
+            f"this schedule falls less below each one's best, so it is written; where your engine runs mostly where it "
+            f"loses, leave speculation unset. The schedule may rise with batch: {self.rising}"
+        ]
+
+    def _zero_k(self, batch: np.ndarray) -> str:
+        """The speedups a written schedule's K = 0 gives at ``batch`` (:func:`specsim.speculation.schedule.
+        zero_k_speedup`), as a range prints them."""
+        from specsim.speculation.schedule import ScheduleRange, zero_k_speedup
+
+        zero = zero_k_speedup(self.deployment, self.acceptance, batch, self.context)
+        return ScheduleRange(int(batch[0]), int(batch[-1]), 0, float(zero.min()), float(zero.max())).speedups
 
     def _too_close(self) -> list[str]:
         """The speculating ranges whose smallest predicted speedup is inside the model's measured error
@@ -313,7 +359,7 @@ class ScheduleAnswer:
         value = load.objective()
         gammas = np.asarray(load.state.gamma)[:, 0].astype(int)
         picks = load.best_within(self.rtol)
-        order, rows = load_gammas(load, self.min_gain, self.rtol, self.rising)
+        order, rows = load_gammas(load, self.min_gain, self.rtol)
         parts, theirs = [], []
         for j, i in zip(order, rows):
             own = int(load.best[j])
@@ -470,8 +516,10 @@ def schedule_answer(
         dep.require_drafts_within_positions(L, 0, "--contexts")  # and where the engine runs no decode step
     if load is None:
         dep.require_drafts_within_positions(context, 0, "--context")
+    if load is not None or tree is not None:  # per batch only: at loads K = 0 is not charged (load_schedule)
+        rising = ""
     if load is not None:
-        judged = load_schedule(load, max_batch, min_gain, rtol, judge, rising)
+        judged = load_schedule(load, max_batch, min_gain, rtol, judge)
     elif tree is None:
         judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge, rising)
     else:
@@ -496,7 +544,7 @@ def schedule_answer(
         judged if len(judged) > len(ranges) else None,
         folded,
         min_gain,
-        rising if tree is None else "",
+        rising,
     )
 
 

@@ -316,7 +316,7 @@ def _print_table(args, answer, checkpoint) -> None:
                     [
                         r.batches,
                         r.gamma,
-                        "off" if r.gamma == 0 else r.speedups,
+                        r.speedups if r.gamma else ("off" if r.max_speedup >= 1 else f"K = 0: {r.speedups}"),
                         f"{r.shortfall:.1%}",
                     ]
                     for r in answer.judged

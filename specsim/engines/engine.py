@@ -267,7 +267,8 @@ class Engine:
         """Where release ``version`` takes a per-batch schedule whose draft length may rise with the batch (speculation
         off at small batches and on at larger ones), the source that says so; "" where a schedule written for it never
         rises (its batch-1 length the largest, or no per-batch control): :func:`specsim.speculation.schedule.
-        schedule_gammas` takes the rule."""
+        gamma_schedule` takes the rule, and charges K = 0 inside such a schedule the drafter's pass
+        (:func:`specsim.speculation.schedule.zero_k_speedup`)."""
         return ""
 
     def fp8_cache_backend(self, hardware) -> str:

@@ -315,7 +315,7 @@ RISING_WHERE = (
 OFF_RUNS_DRAFT_PASS = (
     "vLLM runs the drafter's first pass at K = 0 to keep its KV cache in sync (0.24.0 "
     "v1/spec_decode/llm_base_proposer.py L538-547; 0.34.0 v1/worker/gpu/spec_decode/standalone_ar/speculator.py "
-    "L425-439), which specsim's off (plain decoding, speedup 1) does not charge"
+    "L425-439): specsim's schedule per batch charges it one draft step (zero_k_speedup), at loads nothing"
 )
 
 

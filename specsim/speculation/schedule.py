@@ -72,7 +72,7 @@ __all__ = [
     "merge_ranges",
     "monotone_gammas",
     "rising_gammas",
-    "schedule_gammas",
+    "zero_k_speedup",
     "static_cost",
     "tree_schedule",
 ]
@@ -177,7 +177,6 @@ def load_schedule(
     min_gain: float = DEFAULT_MIN_GAIN,
     rtol: float = DEFAULT_SCHEDULE_RTOL,
     judge=None,
-    rising: str = "",
 ) -> list[ScheduleRange]:
     """The schedule of the loads a :class:`~specsim.answers.load.LoadAnswer` solved, keyed, as engines key a schedule,
     by the decode batch each load runs at (its best gamma's); the batch sizes between two loads take the nearer load's
@@ -195,9 +194,10 @@ def load_schedule(
     ``judge`` (a function of a load's gain by that objective, over plain decoding's, to its verdict) splits a gamma's
     range where the verdict of its loads changes, so that each range's verdict holds for every load in it; without
     it the ranges change only with the gamma (what an engine is configured with; :func:`merge_ranges` of the split
-    ones).  ``rising`` (where the engine release lets a schedule rise with the batch, and why: :func:`schedule_gammas`)
-    lifts the never-rising rule: each load takes its own gamma by the same rtol and gain."""
-    order, row = load_gammas(answer, min_gain, rtol, rising)
+    ones).  It never rises, whatever the engine release takes: at a load, K = 0 inside a
+    written schedule is not charged the drafter's pass some releases still run there (:func:`zero_k_speedup`), so a
+    schedule that starts off and rises is written per batch only (:func:`gamma_schedule`)."""
+    order, row = load_gammas(answer, min_gain, rtol)
     surface = answer.scores()[:, order]  # (a gamma with no room, -inf, is no best to fall short of)
     gammas = np.asarray(answer.state.gamma)[:, 0].astype(int)
     speed = answer.tpot_speedup()[:, order]
@@ -225,13 +225,12 @@ def load_schedule(
 
 
 def load_gammas(
-    answer, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL, rising: str = ""
+    answer, min_gain: float = DEFAULT_MIN_GAIN, rtol: float = DEFAULT_SCHEDULE_RTOL
 ) -> tuple[list[int], np.ndarray]:
     """The loads of a :class:`~specsim.answers.load.LoadAnswer` in the order :func:`load_schedule` keys them (by the
     decode batch each runs at) and, for each, the row of the gamma it gives the load (0: speculation off): the rule
     its docstring states.  A load's own best (``answer.best``, optimal-gamma's at it) is the smallest gamma within
-    optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises (unless
-    ``rising``: :func:`schedule_gammas`)."""
+    optimal-gamma's --rtol of the most (0 unless given); this one is the schedule's --rtol and never rises."""
     value = answer.scores()  # as optimal-gamma at a load picks: a gamma with no room for a request scores -inf
     order = sorted(range(len(answer.loads)), key=lambda j: (max(answer.key_batch(j), 1.0), j))
     surface = value[:, order]
@@ -242,7 +241,7 @@ def load_gammas(
     # A gamma that falls behind Poisson arrivals scores 0, one with no room -inf: floored to a share above 0 so that the
     # shortfalls (1 - score / best) still compare; neither pays.
     pays = surface[1:] >= min_gain * surface[0]
-    return order, schedule_gammas(np.maximum(surface, 1e-12), rtol, pays, rising)
+    return order, monotone_gammas(np.maximum(surface, 1e-12), rtol, pays)
 
 
 def static_cost(dep: Deployment, acceptance, gamma: int, ranges: list, context: int) -> list[dict]:
@@ -310,8 +309,11 @@ def gamma_schedule(
     surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
     # Off where no gamma the schedule can still take pays, and off from there on: at large batches the gain hovers
     # about 1 as the kernels' steps cross it, and a schedule that switched back on would rise with batch.
-    gamma = schedule_gammas(surface, rtol, surface[1:] >= min_gain, rising)
-    values = np.where(gamma > 0, surface[gamma, np.arange(batch.size)], 1.0)
+    if rising:
+        gamma, values = _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain)
+    else:
+        gamma = monotone_gammas(surface, rtol, surface[1:] >= min_gain)
+        values = np.where(gamma > 0, surface[gamma, np.arange(batch.size)], 1.0)
     short = 1.0 - values / surface.max(axis=0)  # row 0 is gamma = 0, speedup 1: the best is at least 1
     # Split where gamma changes (or, judged, the verdict); each run becomes one range.
     labels = np.asarray(_labels(judge, values), dtype=object)
@@ -330,6 +332,32 @@ def gamma_schedule(
     ]
 
 
+def zero_k_speedup(dep: Deployment, alpha: float, batch: np.ndarray, context: int) -> np.ndarray:
+    """Per batch, the speedup of a batch a written per-batch schedule gives K = 0: the target's decode step and the
+    drafter's one pass over the sequence's new token, which vLLM runs at K = 0 to keep the drafter's KV cache in sync
+    (:data:`specsim.engines.vllm.OFF_RUNS_DRAFT_PASS`); a drafter with no network (n-gram) runs none, 1.  The pass is
+    taken as one draft step (t_D), the engine's host work at K = 0 not counted."""
+    one = dep.outcome(alpha, 1, batch, context)
+    t_target = np.asarray(one.target.total_s, dtype=float)
+    return t_target / (t_target + np.asarray(one.draft.total_s, dtype=float))
+
+
+def _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain) -> tuple[np.ndarray, np.ndarray]:
+    """(gammas, speedups) per batch of a schedule for an engine release whose per-batch key lets it rise and whose K =
+    0 inside it still runs the drafter's pass (vLLM from 0.24.0: :func:`zero_k_speedup`): the cheapest schedule that
+    rises to one peak at most (:func:`rising_gammas`) with K = 0 charged that pass, unless leaving speculation unset
+    (plain decoding, speedup 1 at every batch) falls less below each batch's best in all, then that."""
+    configured = np.array(surface, dtype=float)
+    configured[0] = zero_k_speedup(dep, alpha, batch, context)
+    # Written, K = 0 is no longer free: a gamma that loses less than it (a draft step's worth) is taken too.
+    gamma = rising_gammas(configured, rtol, (surface[1:] >= min_gain) | (surface[1:] > configured[0]))
+    values = configured[gamma, np.arange(batch.size)]
+    best = surface.max(axis=0)  # of plain decoding (row 0, unset: 1) and every gamma
+    if np.sum(1.0 - values / best) >= np.sum(1.0 - 1.0 / best):
+        return np.zeros(batch.size, dtype=int), np.ones(batch.size)
+    return gamma, values
+
+
 def _shortfall_costs(surface: np.ndarray, rtol: float, pays: np.ndarray | None) -> tuple[np.ndarray, int]:
     """(the cost of each row of ``surface`` at each column, the gamma of its first row): how far each falls below its
     column's best, a shortfall within ``rtol`` counting as none; inf where a speculating gamma does not pay (``pays``),
@@ -346,13 +374,6 @@ def _shortfall_costs(surface: np.ndarray, rtol: float, pays: np.ndarray | None) 
     if pays is not None:  # off against on is --min-gain's call, not --rtol's: a gain that pays is never rounded to none
         cost[0] = 1.0 - rows[0] / best
     return cost, first
-
-
-def schedule_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None, rising: str = "") -> np.ndarray:
-    """The gammas of a schedule over the columns of ``surface`` by the rule of the engine release it is written for:
-    :func:`rising_gammas` where ``rising`` (the source that lets that release's schedule rise with the batch:
-    :meth:`specsim.engines.engine.Engine.rising_schedule`) is given, else :func:`monotone_gammas`."""
-    return rising_gammas(surface, rtol, pays) if rising else monotone_gammas(surface, rtol, pays)
 
 
 def rising_gammas(surface: np.ndarray, rtol: float, pays: np.ndarray | None = None) -> np.ndarray:
