@@ -5,7 +5,7 @@ The chain takes the engine as its flow-equivalent server: with n requests in the
 rate of a closed loop of n users (:func:`specsim.serving.steady.served_state` at ``--concurrency n``), c the requests
 the engine holds (N_e).  For each row this prints:
 
-* the chain's stationary wait (exponential times in the engine, before Allen and Cunneen's factor) and what the same
+* the chain's stationary wait (exponential times in the engine, before the factor for fixed times) and what the same
   chain's mean wait is over the arrivals the open benchmark reads (the middle half of ``--requests`` Poisson arrivals)
   when it starts empty, as the simulator does: the forward equations dp/dt = p Q of the birth-death generator Q
   integrated from p(0) = [1, 0, ...] (scipy's ``expm_multiply``), the wait of an arrival at t being
@@ -130,7 +130,9 @@ def fixed_times_ratio(c: int, rho: float) -> tuple[float, float]:
     """
     from scipy.stats import poisson
 
-    cosmetatos = 0.5 * (1.0 + (1.0 - rho) * (c - 1) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * rho * c))
+    from specsim.serving.arrivals import fixed_times_factor
+
+    cosmetatos = float(fixed_times_factor(c, rho))  # capped at 1, M/M/c's own
     K = c + 2000
     arrivals = poisson.pmf(np.arange(K + 1), c * rho)
     p = np.zeros(K + 1)

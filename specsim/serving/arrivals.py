@@ -18,16 +18,30 @@ system a birth-death chain:
     W_M   = L_q / lambda                                   (Little's law)
 
 which is exact where the times in the engine are exponential.  They are not: a benchmark's requests all have the same
-lengths, so a request's time in the engine varies only with the batch it meets and the rounds its acceptance takes.
-Allen and Cunneen's approximation for a queue of c servers with Poisson arrivals scales the exponential wait by the
-spread of the service time (A. O. Allen, *Probability, Statistics, and Queueing Theory*, 2nd ed., 1990;
-W. Whitt 1993, "Approximations for the GI/G/m queue", Prod. Oper. Manag. 2(2), 114-161):
+lengths, and every request in the engine moves one round an iteration whatever the batch, so each needs a fixed number
+of iterations; the batch sets only how long an iteration lasts, the same for all of them (a processor shared by at most
+c, whose speed falls as it fills).  Counted in the engine's own work, such an engine is c servers of fixed service
+times, and its queue's wait over the exponential chain's is that of M/D/c over M/M/c at c and rho = lambda / r(c).
+Played out (a fixed-work engine of c = 32 at the r(n) of vLLM's 8B engine below, 2 x 10^6 Poisson arrivals a row;
+``docs/serving.md``) it is 0.658, 0.584, 0.545 and 0.527 of the exponential chain's at rho 0.7, 0.8, 0.9 and 0.95, where
+M/D/c's exact ratio is 0.658, 0.584, 0.532 and 0.514, and Cosmetatos' closed form for it (G. P. Cosmetatos 1976, "Some
+approximate equilibrium results for the multi-server queue (M/G/r)", Oper. Res. Q. 27(3), 615-620)
 
-    W = W_M (1 + c_s^2) / 2,    c_s^2 the squared coefficient of variation of a request's time in the engine
+    R_D(c, rho) = 1/2 [1 + (1 - rho)(c - 1)(sqrt(4 + 5c) - 2) / (16 rho c)],   at most 1 (M/M/c's own; it rises past 1
+                                                                                 only where rho is small and W_M nil)
 
-(0 for lengths fixed; 1, no correction, where they are drawn and their spread is not known to the steady state).  W is
-never negative and grows without bound as rho -> 1; the steady state's own rule marks a load past capacity (TTFT
-inf) a little before r(c) (at 0.97-0.99 of it in ``docs/serving.md``'s cases, where W is some seconds), as it did.  The engine's speed falling as it fills is what M/M/c with a fixed service time misses: with the N_e the
+0.640, 0.582, 0.536 and 0.517: above the 1/2 of heavy traffic (Kingman; Allen and Cunneen's factor, A. O. Allen,
+*Probability, Statistics, and Queueing Theory*, 2nd ed., 1990) where the engine fills only in a Poisson burst, 1/2
+exactly at c = 1 (M/D/1, Pollaczek-Khinchine).  Where a request's time also spreads, with squared coefficient of
+variation c_s^2, the factor runs linearly in c_s^2 from the fixed times' to the exponential's, as Allen and Cunneen's
+(1 + c_s^2) / 2 does from 1/2:
+
+    W = W_M [c_s^2 + (1 - c_s^2) R_D(c, rho)]
+
+(c_s^2 0 for lengths fixed; 1, no correction, where they are drawn and their spread is not known to the steady state).
+W is never negative and grows without bound as rho -> 1; the steady state's own rule marks a load past capacity (TTFT
+inf) a little before r(c) (at 0.97-0.99 of it in ``docs/serving.md``'s cases, where W is some seconds), as it did.  The
+engine's speed falling as it fills is what M/M/c with a fixed service time misses: with the N_e the
 cache holds as servers and the mean load's time in the engine, Erlang C gave 0.6 s where the simulator waited 2.1 s
 (``docs/serving.md``).
 
@@ -46,6 +60,7 @@ __all__ = [
     "admission_grid",
     "admission_said",
     "admission_wait_s",
+    "fixed_times_factor",
     "landed_iteration_s",
     "on_grid",
 ]
@@ -88,7 +103,7 @@ def admission_wait_s(
     """The mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
     ``bound`` (c) requests (the module's docstring); ``rates_of(top)`` gives the rates, per second, at which requests
     leave with the numbers of :func:`admission_grid` (``top``) in the engine (last axis); ``service_scv`` the squared
-    coefficient of variation of a request's time in the engine.  inf where the rate reaches the full engine's, r(c).
+    coefficient of variation of a request's time in the engine (the factor :func:`fixed_times_factor`).  inf where the rate reaches the full engine's, r(c).
 
     The rates are first asked up to ``NEAR`` times ``in_engine`` (the mean number in it), the batches the load's answer
     already asks of the step-time source: r grows with n, so past there the chain's weights fall at least as fast as
@@ -97,12 +112,13 @@ def admission_wait_s(
     that cannot change the answer).
 
     An engine of 4 whose requests each take 1 s however many are in it (r(n) = n, M/M/4) at 2 requests/s: Erlang C
-    gives the chance of waiting 4/23 and the mean wait 4/23 / (4 - 2) = 2/23 s, halved for fixed service times.
+    gives the chance of waiting 4/23 and the mean wait 4/23 / (4 - 2) = 2/23 s; for fixed service times
+    R_D(4, 1/2) = 1/2 (1 + 1/2 x 3 (sqrt(24) - 2) / 32) of it.
 
     >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid, 1.0)), 6), round(2 / 23, 6)
     (0.086957, 0.086957)
-    >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid)), 6)
-    0.043478
+    >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid)), 6), round(1 / 23 * (1 + 1.5 * (24**0.5 - 2) / 32), 6)
+    (0.049387, 0.049387)
     """
     lam = np.asarray(rate_per_s, dtype=float)
     c = np.asarray(bound, dtype=float)
@@ -114,7 +130,8 @@ def admission_wait_s(
         q = lam / r[..., -1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             beyond = np.where(q < 1.0, part * q ** (c - top + 1.0) / (1.0 - q) ** 2 / weight / lam, np.inf)
-        more = (top < c) & (beyond * (1.0 + scv) / 2.0 > NEGLIGIBLE_S)
+        # the factor is at most 1 (fixed_times_factor), so beyond bounds the wait whatever r(c) turns out to be
+        more = (top < c) & (beyond > NEGLIGIBLE_S)
         if not np.any(more):
             break
         top = np.where(more, np.minimum(c, np.ceil(NEAR * top)), top)
@@ -123,8 +140,25 @@ def admission_wait_s(
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_b = np.where(below, rho, 0.5)
         queued = part * rho_b / (1.0 - rho_b) ** 2 / (weight + part * rho_b / (1.0 - rho_b)) / lam
-    wait = np.where(top < c, 0.0, queued * (1.0 + scv) / 2.0)
+    wait = np.where(top < c, 0.0, queued * fixed_times_factor(c, rho_b, scv))
     return np.where(lam > 0.0, np.where(below | (top < c), wait, np.inf), 0.0)
+
+
+def fixed_times_factor(servers: object, rho: object, service_scv: object = 0.0) -> np.ndarray:
+    """The mean wait in queue over the exponential chain's, c_s^2 + (1 - c_s^2) R_D(c, rho) (the module's docstring):
+    R_D Cosmetatos' M/D/c over M/M/c at ``servers`` (c) and load ``rho`` = lambda / r(c), at most 1; ``service_scv``
+    c_s^2 of a request's time in the engine.
+
+    >>> fixed_times_factor([1.0, 32.0, 32.0], [0.8, 0.8, 0.95]).round(3).tolist()  # M/D/1 1/2; c = 32: Crommelin .584, .514
+    [0.5, 0.582, 0.517]
+    >>> fixed_times_factor(32.0, [0.8, 0.05], 1.0).tolist(), fixed_times_factor(32.0, 0.05).tolist()
+    ([1.0, 1.0], 1.0)
+    """
+    c, q, scv = (np.asarray(v, dtype=float) for v in (servers, rho, service_scv))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = (1.0 - q) * (c - 1.0) * (np.sqrt(4.0 + 5.0 * c) - 2.0) / (16.0 * q * c)
+        fixed = np.minimum(0.5 * (1.0 + np.where(q > 0.0, spread, np.inf)), 1.0)
+    return scv + (1.0 - scv) * fixed
 
 
 def _birth_death(lam: np.ndarray, top: np.ndarray, grid_rates: np.ndarray) -> tuple:
@@ -168,16 +202,18 @@ def landed_iteration_s(t_dec: object, rate_per_s: object, prefill_s: object) -> 
 
 def admission_said(fixed_lengths: bool) -> str:
     """How the answers name the admission wait in a TTFT, and the spread of a request's time in the engine it takes: the
-    one assumption of :func:`admission_wait_s` a user's lengths decide (its factor (1 + c_s^2) / 2 is 1/2 or 1)."""
+    one assumption of :func:`admission_wait_s` a user's lengths decide (its factor c_s^2 + (1 - c_s^2) R_D(c, rho) is
+    R_D, M/D/c's, or 1)."""
     spread = (
-        "every request's lengths the same, a request's time in the engine taken as fixed (Allen and Cunneen's factor 1/2)"
+        "every request's lengths the same, a request's time in the engine taken as fixed (M/D/c's factor over the "
+        "exponential chain, Cosmetatos': 1/2 to 1)"
         if fixed_lengths
         else "a workload's lengths, whose spread of a request's time in the engine the steady state does not hold, "
-        "taken as an exponential's (factor 1; fixed times would halve the wait): an assumption"
+        "taken as an exponential's (factor 1; fixed times would take M/D/c's, 1/2 to 1): an assumption"
     )
     return (
         "Poisson arrivals that find the engine at its bound (max_num_seqs, or the requests its KV cache admits) queue "
         "until a request ends, the engine taken as its flow-equivalent server (specsim.serving.arrivals); "
-        f"{spread}; against the request-level simulator's waits, -20% to +18% (under where max_num_seqs bounds "
-        "admission, over where SGLang's cache does: docs/serving.md)"
+        f"{spread}; against the request-level simulator's TTFT, -10% to +36% (under where max_num_seqs bounds "
+        "admission, over where SGLang's cache's soft bound does: docs/serving.md)"
     )

@@ -51,7 +51,7 @@ grows), never a negative or divergent number.  Where the KV cache holds that ful
 (:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.  Below capacity the arrivals
 that find the engine at N_e (its admission bound) wait for a request to end: the engine as its flow-equivalent server,
 departures at the rate of a closed loop of n users for n up to N_e, a birth-death chain whose queue's mean wait is
-scaled by Allen and Cunneen's factor for the spread of a request's time in the engine
+scaled by M/D/c's factor over it where every request needs the same iterations (the engine as c servers of fixed work)
 (:func:`specsim.serving.arrivals.admission_wait_s`); it is in TTFT and end-to-end, not in N_e's in-engine count.
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
