@@ -23,7 +23,7 @@ of iterations; the batch sets only how long an iteration lasts, the same for all
 c, whose speed falls as it fills).  Counted in the engine's own work, such an engine is c servers of fixed service
 times, and its queue's wait over the exponential chain's is that of M/D/c over M/M/c at c and rho = lambda / r(c).
 Played out (a fixed-work engine of c = 32 at the r(n) of vLLM's 8B engine below, 2 x 10^6 Poisson arrivals a row;
-``docs/serving.md``) it is 0.658, 0.584, 0.545 and 0.527 of the exponential chain's at rho 0.7, 0.8, 0.9 and 0.95, where
+``benchmarks/fixed_work_engine.py``) it is 0.658, 0.584, 0.545 and 0.527 of the exponential chain's at rho 0.7, 0.8, 0.9 and 0.95, where
 M/D/c's exact ratio is 0.658, 0.584, 0.532 and 0.514, and Cosmetatos' closed form for it (G. P. Cosmetatos 1976, "Some
 approximate equilibrium results for the multi-server queue (M/G/r)", Oper. Res. Q. 27(3), 615-620)
 
