@@ -1486,3 +1486,48 @@ def test_a_notebooks_echo_of_a_calibration_is_what_it_fitted_and_how_far_off(eag
     )
     assert all(name in shown for name in fit.fit.terms) and "held: " in shown
     assert max(len(repr(x)) for x in (cal, fit)) < 600
+
+
+@pytest.mark.parametrize(
+    ("call", "argv", "library_says", "command_says"),
+    [
+        (
+            lambda dep, a: a.deployment_capacity(dep, 1128, 100, None),
+            ["compare", "--context", "1128", "--max-context", "100"],
+            "max_context (100) must be at least the mean context (1128)",
+            "--max-context (100) must be at least the mean --context (1128)",
+        ),
+        (
+            lambda dep, a: a.deployment_capacity(dep, 1128, 200_000, None),
+            ["compare", "--context", "1128", "--max-context", "200000"],
+            "; give context and max_context within it",
+            "; give --context and --max-context within it",
+        ),
+        (
+            lambda dep, a: a.gamma_answer(dep, 0.8, "alpha 0.8", [1], 131_071),
+            ["optimal-gamma", "--alpha", "0.8", "--batch", "1", "--context", "131071"],
+            "; give context of at most 131,070 tokens",
+            "; give --context of at most 131,070 tokens",
+        ),
+        (
+            lambda dep, a: a.load_answer(dep, 0.8, "alpha 0.8", "concurrency", [1], 200_000, 256),
+            ["optimal-gamma", "--alpha", "0.8", "--concurrency", "1", "--input-len", "200000"],
+            "; give input_tokens and output_tokens within it",
+            "; give --input-len and --output-len within it",
+        ),
+    ],
+)
+def test_a_library_error_names_the_keyword_argument_and_the_commands_line_the_flag(
+    call, argv, library_says, command_says, capsys
+):
+    """One message, built once with the name its caller knows (specsim.core.names): a Python caller has no flags, so
+    the library's error names its keyword argument; the command's line names the flag."""
+    import specsim
+
+    dep = specsim.Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    with pytest.raises(ValueError) as raised:
+        call(dep, specsim)
+    assert library_says in str(raised.value) and "--" not in str(raised.value), raised.value
+    assert main([argv[0], *BASE, *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and command_says in err, err

@@ -37,6 +37,7 @@ from specsim.core.limits import (
     whole_batches,
     whole_numbers,
 )
+from specsim.core.names import given_as
 from specsim.engines import ENGINES, REGISTRY
 from specsim.engines.vllm import ROCM_BASIS, ROCM_SPEC
 from specsim.serving.capacity import (
@@ -236,7 +237,8 @@ def gamma_answer(
     if measured_steps is None:  # a calibration's acceptance knows the steps it was measured at
         measured_steps = getattr(acceptance, "measured_steps", None)
     batches = whole_numbers("batch", batches, 1, MAX_BATCH, "batches")
-    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
+    # a context where the engine runs a decode step
+    dep.require_drafts_within_positions(context, 0, given_as("context"))
     b = whole_batches(batches)
     best = optimal_gamma(dep, acceptance, b, context, gamma_max, rtol)
     if cap.scratch_draft_tokens:  # a hybrid target's scratch, sized for the num_speculative_tokens this answer sets
@@ -375,7 +377,8 @@ def deployment_capacity(
     """
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
-    dep.require_within_positions(tokens, "--context" if max_context is None else "--context and --max-context")
+    names = given_as("context") + ("" if max_context is None else f" and {given_as('max_context')}")
+    dep.require_within_positions(tokens, names)
     cap = capacity(dep, tokens, memory_utilization, max_batched_tokens=max_batched_tokens, max_num_seqs=max_num_seqs)
     require_target_fits(dep, cap)
     return cap
@@ -435,7 +438,7 @@ def capacity_at(
     max_num_seqs: int | None = None,
 ) -> Capacity:
     """The memory budget :func:`capacity_record` describes (its arguments), alone: what ``capacity``'s table prints."""
-    dep.require_within_positions(context, "--context")
+    dep.require_within_positions(context, given_as("context"))
     if gamma is not None:
         check_int("gamma", gamma, 0, MAX_GAMMA)  # sizes a hybrid target's scratch: -2 was taken as the default
     return capacity(  # one token at least: a sequence of context 0 holds the one it decodes (reserved_context)

@@ -8,6 +8,7 @@ from specsim.answers import deployment_capacity
 from specsim.answers.frames import Framed
 from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_BATCHES, DEFAULT_GAMMA_MAX
 from specsim.core.limits import whole_batches
+from specsim.core.names import given_as
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
 
@@ -197,7 +198,8 @@ def compare_answer(
         limits_from = "max_num_seqs given" if max_num_seqs is not None else limits_from.split(";")[0]
     check_limits(dep.engine, limits)  # as the CLI's flags are checked: vLLM refuses a budget below max_num_seqs
     cap = deployment_capacity(dep, context, max_context, memory_utilization, max_batched_tokens, max_num_seqs)
-    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
+    # a context where the engine runs a decode step
+    dep.require_drafts_within_positions(context, 0, given_as("context"))
     frame = throughput_table(dep, acceptance, batches, context, gamma, gamma_max, max_context, memory_utilization)
     options = (context, gamma, gamma_max, max_context, memory_utilization)
     label = acceptance_label(acceptance) if label is None else checked_label(acceptance, label)

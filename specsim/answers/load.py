@@ -28,6 +28,7 @@ from specsim.core.limits import (
     check_real,
     whole_numbers,
 )
+from specsim.core.names import given_as
 from specsim.serving.steady import EngineLimits, SteadyState, check_limits, engine_limits, load_label, served_state
 
 __all__ = [
@@ -629,8 +630,8 @@ def check_positions(dep, input_tokens: float, output_tokens: float, fixed: bool 
         what = "every request" if fixed else "the workload's mean request"
         raise ValueError(
             f"{what} grows to {tokens:,.0f} tokens ({input_tokens:,.0f} in + {output_tokens:,.0f} out), past "
-            f"{model.name}'s max_position_embeddings ({model.max_position_embeddings:,}); give --input-len and "
-            "--output-len within it"
+            f"{model.name}'s max_position_embeddings ({model.max_position_embeddings:,}); give "
+            f"{given_as('input_tokens')} and {given_as('output_tokens')} within it"
         )
 
 

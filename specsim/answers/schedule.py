@@ -19,6 +19,7 @@ import numpy as np
 
 from specsim.answers.context import LOAD_CONTEXT, context_basis
 from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.core.names import given_as
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -512,10 +513,10 @@ def schedule_answer(
         return None if math.isnan(gain) else verdict(gain - 1.0, error, True)
 
     for L in contexts or ():  # the batch view's columns: refused past the positions, as --context is
-        dep.require_within_positions(L, "--contexts")
-        dep.require_drafts_within_positions(L, 0, "--contexts")  # and where the engine runs no decode step
+        dep.require_within_positions(L, given_as("contexts"))
+        dep.require_drafts_within_positions(L, 0, given_as("contexts"))  # and where the engine runs no decode step
     if load is None:
-        dep.require_drafts_within_positions(context, 0, "--context")
+        dep.require_drafts_within_positions(context, 0, given_as("context"))
     if load is not None or tree is not None:  # per batch only: at loads K = 0 is not charged (load_schedule)
         rising = ""
     if load is not None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.answers.verdict import VERDICTS, judged_at, model_error, too_close_said, verdict
+from specsim.core.names import given_as
 from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import DEFAULT_SIBLING_FACTOR, TreeSpec, acceptance_rates
 from specsim.speculation.deployment import Deployment
@@ -58,7 +59,8 @@ def tree_answer(
     from specsim.answers.context import context_basis
     from specsim.core.limits import whole_batches
 
-    dep.require_drafts_within_positions(context, 0, "--context")  # a context where the engine runs a decode step
+    # a context where the engine runs a decode step
+    dep.require_drafts_within_positions(context, 0, given_as("context"))
     b = whole_batches(batches)
     factor = DEFAULT_SIBLING_FACTOR if sibling is None else sibling
     trees, speedups, tokens = optimal_tree(dep, acceptance, bounds, b, context, sibling, rtol)

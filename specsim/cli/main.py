@@ -231,15 +231,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from specsim.cli import report
     from specsim.cli.args import calibrated_context
+    from specsim.core.names import as_flags
 
     report.VERBOSE = bool(getattr(args, "verbose", False))
     as_json = args.command in NOTES_IN_JSON and (
         getattr(args, "json", False) or getattr(args, "format", None) == "json"
     )
     try:
-        calibrated_context(args)
-        with report.notes_in_json() if as_json else contextlib.nullcontext():
-            return args.func(args)
+        # the library's errors name what the user gave: here its flags, not its keyword arguments (core.names)
+        with as_flags():
+            calibrated_context(args)
+            with report.notes_in_json() if as_json else contextlib.nullcontext():
+                return args.func(args)
     except BrokenPipeError:  # e.g. specsim ... | head
         return 0
     except KeyboardInterrupt:

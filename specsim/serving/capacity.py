@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+from specsim.core.names import given_as
 from specsim.describe.models import BYTES_PER_ELEMENT
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -267,7 +268,8 @@ def reserved_context(context: int, max_context: int | None) -> int:
         return max(int(context), 1)
     if max_context < context:
         raise ValueError(
-            f"--max-context ({max_context}) must be at least the mean --context ({context}): a sequence "
+            f"{given_as('max_context')} ({max_context}) must be at least the mean {given_as('context')} ({context}): a "
+            "sequence "
             "reserves at least the tokens it holds on average"
         )
     return int(max_context)

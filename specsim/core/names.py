@@ -1,0 +1,42 @@
+"""How an error names what its caller gave: the library's keyword argument (``max_context``) to a Python caller, the
+command's flag (``--max-context``) inside the command line.  One message, built once, takes the name from
+:func:`given_as`; the command line runs each command inside :func:`as_flags` (:func:`specsim.cli.main.main`)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+__all__ = ["FLAGS", "as_flags", "given_as"]
+
+#: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
+#: ``--random-input-len`` and ``--random-output-len`` name them.
+FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len"}
+
+_AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)
+
+
+def given_as(keyword: str) -> str:
+    """``keyword``, a library function's keyword argument, as its caller gave it: itself, or inside :func:`as_flags`
+    the command line's flag for it.
+
+    >>> given_as("max_context")
+    'max_context'
+    >>> with as_flags():
+    ...     given_as("max_context"), given_as("input_tokens")
+    ('--max-context', '--input-len')
+    """
+    if not _AS_FLAGS.get():
+        return keyword
+    return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
+
+
+@contextlib.contextmanager
+def as_flags() -> Iterator[None]:
+    """Within it, :func:`given_as` names flags: the command line runs a command inside it."""
+    token = _AS_FLAGS.set(True)
+    try:
+        yield
+    finally:
+        _AS_FLAGS.reset(token)
