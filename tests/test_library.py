@@ -1317,7 +1317,8 @@ def test_a_notebooks_echo_of_a_search_a_load_or_a_schedule_is_its_answer_not_eve
     g, s = best.gamma, best.speedup
     assert repr(best) == (
         f"OptimalGamma(256 points, gamma searched 0..16: gamma [{g[0]}, {g[1]}, {g[2]}, ..., {g[-2]}, {g[-1]}], "
-        f"speedup [{s[0]:.3f}, {s[1]:.3f}, {s[2]:.3f}, ..., {s[-2]:.3f}, {s[-1]:.3f}])"
+        f"speedup [{s[0]:.3f}, {s[1]:.3f}, {s[2]:.3f}, ..., {s[-2]:.3f}, {s[-1]:.3f}]; memory not checked: "
+        "specsim.gamma_answer checks it)"
     )
     assert repr(specsim.optimal_gamma(dep, 0.8, 1, 1128)).startswith("OptimalGamma(1 point, gamma searched 0..16: ")
     load = specsim.sim_load(dep, concurrency=32, n=200, lengths=(3000, 500))
@@ -1531,3 +1532,21 @@ def test_a_library_error_names_the_keyword_argument_and_the_commands_line_the_fl
     assert main([argv[0], *BASE, *argv[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and command_says in err, err
+
+
+def test_the_bare_search_says_it_did_not_check_memory_where_the_answer_refuses(capsys):
+    """specsim.optimal_gamma is the search underneath optimal-gamma, below the memory budget (speculation/ does not
+    import serving/): a 70B target on one H100, whose weights do not fit, was answered gamma 11, speedup 3.826, with
+    nothing said.  Its echo now says memory was not checked and which call checks it; gamma_answer refuses as the
+    command does."""
+    import specsim
+
+    dep = specsim.Deployment.build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", timing="roofline")
+    assert repr(specsim.optimal_gamma(dep, 0.8, [1], 1128)).endswith(
+        "; memory not checked: specsim.gamma_answer checks it)"
+    )
+    with pytest.raises(ValueError, match=re.escape("does not fit on one h100-sxm")):
+        specsim.gamma_answer(dep, 0.8, "alpha 0.8", [1], 1128)
+    argv = ["--hardware", "h100-sxm", "--target", "llama-3.1-70b", "--timing", "roofline", "--alpha", "0.8"]
+    assert main(["optimal-gamma", *argv, "--batch", "1"]) == 2
+    assert "does not fit on one h100-sxm" in capsys.readouterr().err

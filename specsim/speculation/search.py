@@ -144,7 +144,10 @@ def optimal_gamma_cost_ratio(
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
 class OptimalGamma:
-    """The best gamma per point, with its speedup and the passes at that gamma."""
+    """The best gamma per point, with its speedup and the passes at that gamma: the physics of a round, whether or not
+    the target, the draft and the batch's KV cache fit the GPU's memory (the search sits below the memory budget,
+    :mod:`specsim.serving.capacity`; :func:`specsim.answers.gamma_answer` checks it, as ``optimal-gamma`` does), which
+    its echo says."""
 
     gamma: np.ndarray
     speedup: np.ndarray
@@ -163,7 +166,7 @@ class OptimalGamma:
         points = counted(int(np.prod(shape)), "point") + (f" {shape}" if len(shape) > 1 else "")
         return (
             f"OptimalGamma({points}, gamma searched 0..{self.gamma_max}: gamma {ends(self.gamma, 'd')}, "
-            f"speedup {ends(self.speedup, '.3f')})"
+            f"speedup {ends(self.speedup, '.3f')}; memory not checked: specsim.gamma_answer checks it)"
         )
 
     @property
@@ -350,7 +353,9 @@ def optimal_gamma(
     ``acceptance`` is an alpha (float or array) or an :class:`~specsim.speculation.acceptance.Acceptance` with
     per-position rates: gamma then stops at the last measured position (check ``gamma_max`` of the result).  A context
     past the target's or the draft's ``max_position_embeddings`` is refused
-    (:meth:`~specsim.speculation.deployment.Deployment.require_within_positions`), as every answer refuses it.
+    (:meth:`~specsim.speculation.deployment.Deployment.require_within_positions`), as every answer refuses it.  Memory
+    is not checked: a target whose weights do not fit, or a batch whose KV cache does not, is searched as any other
+    (:func:`specsim.answers.gamma_answer` refuses the one and marks the other, as ``optimal-gamma`` does).
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> best = optimal_gamma(dep, 0.8, [1, 256], 1128)
