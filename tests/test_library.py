@@ -1550,3 +1550,26 @@ def test_the_bare_search_says_it_did_not_check_memory_where_the_answer_refuses(c
     argv = ["--hardware", "h100-sxm", "--target", "llama-3.1-70b", "--timing", "roofline", "--alpha", "0.8"]
     assert main(["optimal-gamma", *argv, "--batch", "1"]) == 2
     assert "does not fit on one h100-sxm" in capsys.readouterr().err
+
+
+def test_a_notebooks_echo_of_a_capacity_and_of_a_round_is_a_line():
+    """Capacity and dep.outcome() echoed the dataclasses' default repr: a Capacity every byte count and basis (1,384
+    characters for llama-3.1-8b + llama-3.2-1b on an H100), a RoundOutcome every part's array (1,266 characters at two
+    batches, 67,634 at 256).  Each now says what it holds in a line, from its own fields."""
+    import specsim
+
+    dep = deployment()
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    assert repr(cap) == (
+        f"Capacity(1,128 tokens a sequence: {cap.usable_bytes / 1e9:.1f} of {cap.memory_bytes / 1e9:.1f} GB usable "
+        f"per GPU, weights {cap.target_weight_bytes / 1e9:.1f} + {cap.draft_weight_bytes / 1e9:.1f} GB; max batch "
+        f"{cap.max_batch_without_draft} without the draft, {cap.max_batch_with_draft} with it)"
+    )
+    out = dep.outcome(0.8, 3, np.arange(1, 257), 1128)
+    s, t = out.speedup, out.time_s * 1e3
+    assert repr(out) == (
+        f"RoundOutcome(256 points: draft steps [3, 3, 3, ..., 3, 3], tokens [{float(out.tokens):.3f}, "
+        f"{float(out.tokens):.3f}, {float(out.tokens):.3f}, ..., {float(out.tokens):.3f}, {float(out.tokens):.3f}], "
+        f"speedup [{s[0]:.3f}, {s[1]:.3f}, {s[2]:.3f}, ..., {s[-2]:.3f}, {s[-1]:.3f}], "
+        f"round [{t[0]:.3f}, {t[1]:.3f}, {t[2]:.3f}, ..., {t[-2]:.3f}, {t[-1]:.3f}] ms)"
+    )

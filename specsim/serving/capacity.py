@@ -120,6 +120,16 @@ class Capacity:
     #: Bytes per GPU the engine's start-up took out of the setting before the cache (vLLM's; None: none counted apart).
     start_up_bytes: float | None = None
 
+    def __repr__(self) -> str:  # a notebook's echo: the budget and the batches it holds (to_dict: every byte count)
+        gb = 1e9
+        gpus = f", {self.gpus} GPUs" if self.gpus > 1 else ""
+        return (
+            f"Capacity({self.context_tokens:,} tokens a sequence: {self.usable_bytes / gb:.1f} of "
+            f"{self.memory_bytes / gb:.1f} GB usable per GPU{gpus}, weights {self.target_weight_bytes / gb:.1f} + "
+            f"{self.draft_weight_bytes / gb:.1f} GB; max batch {self.max_batch_without_draft} without the draft, "
+            f"{self.max_batch_with_draft} with it)"
+        )
+
     @property
     def target_fits(self) -> bool:
         """Whether the target's weights fit at all."""

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.words import ends, points
 from specsim.describe.hardware import (
     FP8_MATMUL_SPEEDUP,
     HardwareProfile,
@@ -151,8 +152,7 @@ def speedup_from_times(
     >>> round(float(speedup_from_times(0.8, 4, 6.525e-3, 1.26e-3, 6.525e-3)), 3)
     1.897
     """
-    g = np.asarray(gamma, dtype=float)
-    return speedup_from_round(alpha, g, t_target_s, round_seconds(g, t_draft_s, t_verify_s))
+    return speedup_from_round(alpha, gamma, t_target_s, round_seconds(gamma, t_draft_s, t_verify_s))
 
 
 def default_draft(target: ModelShape) -> tuple[str, str]:
@@ -207,21 +207,26 @@ def _overhead_share(t: StepTime, share: float) -> StepTime:
 
 def _zero_like(t: StepTime) -> StepTime:
     """A pass that costs nothing (an n-gram drafter's draft step), shaped like ``t``."""
-    zero = np.zeros(np.shape(t.total_s))
-    return dataclasses.replace(
-        t, total_s=zero, compute_s=zero, memory_s=zero, overhead_s=0.0, flop=zero, bytes=zero, fallback=None, comm_s=0.0
+    return dataclasses.replace(  # one array of zeros, as t is shaped, for each array part
+        t,
+        **dict.fromkeys(("total_s", "compute_s", "memory_s", "flop", "bytes"), np.zeros(np.shape(t.total_s))),
+        overhead_s=0.0,
+        fallback=None,
+        comm_s=0.0,
     )
 
 
 def _take_rows(t: StepTime, rows: np.ndarray, ndim: int) -> StepTime:
     """A pass timed once per distinct value along the leading axis (``ndim`` axes in all), spread to the candidates
     ``rows`` index; parts that do not vary along that axis have fewer axes and are kept."""
-    out = {
-        f.name: getattr(t, f.name)[rows]
-        for f in dataclasses.fields(t)
-        if isinstance(getattr(t, f.name), np.ndarray) and getattr(t, f.name).ndim == ndim
-    }
-    return dataclasses.replace(t, **out)
+    return dataclasses.replace(
+        t,
+        **{
+            f.name: getattr(t, f.name)[rows]
+            for f in dataclasses.fields(t)
+            if isinstance(getattr(t, f.name), np.ndarray) and getattr(t, f.name).ndim == ndim
+        },
+    )
 
 
 @dataclass(frozen=True, eq=False)  # identity: numpy arrays in its fields break a field-wise __eq__ and __hash__
@@ -354,6 +359,14 @@ class RoundOutcome:
     tokens: np.ndarray  #: E: tokens per sequence per round, the bonus token included
     acceptance: object  #: the acceptance the tokens came from (an alpha or an Acceptance)
     plan: object  #: the plan (a TreeSpec, gamma, or a sequence of TreeSpecs)
+
+    def __repr__(self) -> str:  # a notebook's echo: the round's figures per point, not every part's arrays (round)
+        return (
+            f"RoundOutcome({points(np.shape(self.speedup))}: draft steps "
+            f"{ends(np.broadcast_to(self.steps, np.shape(self.speedup)), 'g')}, tokens "
+            f"{ends(np.broadcast_to(self.tokens, np.shape(self.speedup)), '.3f')}, speedup {ends(self.speedup, '.3f')}, "
+            f"round {ends(self.time_s * 1e3, '.3f')} ms)"
+        )
 
     @property
     def steps(self) -> np.ndarray:

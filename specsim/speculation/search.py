@@ -34,7 +34,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import MAX_GAMMA, check_int
-from specsim.core.words import counted
+from specsim.core.words import ends, points
 from specsim.speculation.acceptance import (
     Acceptance,
     TreeSpec,
@@ -158,14 +158,8 @@ class OptimalGamma:
     speculating: tuple[np.ndarray, np.ndarray] | None = None
 
     def __repr__(self) -> str:  # a notebook's echo: the best gamma and speedup, not the round's every array (outcome)
-        def ends(x: np.ndarray, fmt: str) -> str:
-            flat = [format(v, fmt) for v in np.ravel(x)]
-            return "[" + ", ".join(flat if len(flat) <= 6 else [*flat[:3], "...", *flat[-2:]]) + "]"
-
-        shape = np.shape(self.gamma)
-        points = counted(int(np.prod(shape)), "point") + (f" {shape}" if len(shape) > 1 else "")
         return (
-            f"OptimalGamma({points}, gamma searched 0..{self.gamma_max}: gamma {ends(self.gamma, 'd')}, "
+            f"OptimalGamma({points(np.shape(self.gamma))}, gamma searched 0..{self.gamma_max}: gamma {ends(self.gamma, 'd')}, "
             f"speedup {ends(self.speedup, '.3f')}; memory not checked: specsim.gamma_answer checks it)"
         )
 
