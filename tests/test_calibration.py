@@ -2951,3 +2951,35 @@ def test_versions_alike_in_what_plain_runs_read_are_fitted_once_to_the_same_answ
     every = engine_fit._better_engine(model, get_engine("vllm@0.14"), np.inf)
     assert fits == ["vllm@0.10", "vllm@latest", "sglang@0.5", "sglang@latest", "trtllm@latest"]
     assert once == every
+
+
+@PLAN_GROUP
+def test_a_plans_speculative_runs_at_their_own_max_num_seqs_take_their_own_servers_kv_share(capsys):
+    """calibrate-engine --plan PLAN --spec-max-num-seqs N was untested, and the speculative arm's KV cache was sized by
+    the plain servers' start-up (vLLM profiles a pass at max_num_seqs: engines.vllm.start_up): at N = 1024 beside the
+    plan's 32 both arms had the same 1.11 GB taken, where a server at 1024 sequences takes 2.29 GB (the sampler's
+    logits).  Each arm's share is now its own server's, said in the notes; the plain runs' 32 is the plan's servers',
+    not '--max-num-seqs' (which was not given)."""
+    from specsim.calibration.engine_calibration import runs_kv_bytes
+    from specsim.calibration.inputs import runs_from_plan
+    from specsim.serving.limits import EngineLimits
+    from specsim.speculation.deployment import Deployment
+
+    notes = _json(["calibrate-engine", "--plan", PLAN, "--spec-max-num-seqs", "1024"], capsys)["notes"]
+    (limits,) = [n for n in notes if n.startswith("engine limits: ")]
+    assert limits.startswith("engine limits: max_num_seqs 32 (1024 speculating)"), limits
+    assert limits.endswith(
+        "max_num_seqs of the plain runs 32 (the plan's servers, its run.sh), of the speculative runs 1024 "
+        "(--spec-max-num-seqs)"
+    ), limits
+    (kv,) = [n for n in notes if n.startswith("KV cache: ")]
+    assert "at 8192 tokens and 32 sequences" in kv and "; the speculative runs' server, at max_num_seqs 1024: " in kv
+    assert "at 8192 tokens and 1024 sequences" in kv.split("; the speculative runs' server")[1], kv
+    plan, runs, _, _ = runs_from_plan(PLAN)
+    engine = f"{plan['engine']}@{plan['version']}"
+    dep = Deployment.build(plan["hardware"], plan["target"], plan["drafter"], engine=engine)
+    own = runs_kv_bytes(dep, runs, EngineLimits(32, 8192, spec_max_num_seqs=1024))
+    plain_servers = runs_kv_bytes(dep, runs, EngineLimits(32, 8192))
+    spec_servers = runs_kv_bytes(dep, runs, EngineLimits(1024, 8192))
+    assert own == (plain_servers[0], spec_servers[1])
+    assert spec_servers[1] < plain_servers[1] - 1e9  # the larger profiling pass: 2.29 - 1.11 GB less cache

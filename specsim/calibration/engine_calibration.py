@@ -388,6 +388,19 @@ def plain_floor(fit, dep, limits=None, kv_bytes=None) -> PlainFloor | None:
     )
 
 
+def _spec_share_said(dep, limits, memory_utilization: float | None) -> str:
+    """The speculative runs' share where their server was started with its own max_num_seqs and its start-up takes
+    another share (vLLM profiles a pass at max_num_seqs: :func:`specsim.engines.vllm.start_up`); else nothing."""
+    from specsim.serving.capacity import memory_share
+
+    seqs = limits.spec_max_num_seqs
+    if seqs is None or seqs == limits.max_num_seqs:
+        return ""
+    spec = memory_share(dep, memory_utilization, limits.max_batched_tokens, seqs)
+    plain = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
+    return "" if spec == plain else f"; the speculative runs' server, at max_num_seqs {seqs}: {spec.where}"
+
+
 def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = None) -> tuple:
     """(plain, speculating) KV bytes per GPU the runs' engine holds beside the weights, at ``memory_utilization`` of the
     GPU's memory (the engine's own share unless given) with its token budget ``limits``: what bounds the users each run
@@ -403,6 +416,7 @@ def runs_kv_bytes(dep, runs: list, limits, memory_utilization: float | None = No
         memory_utilization,
         limits.max_batched_tokens,
         limits.max_num_seqs,
+        limits.spec_max_num_seqs,
     )
 
 
@@ -613,7 +627,9 @@ def calibrate_engine(
                 + f" for {cap.target_weight_bytes / 1e9:.1f} GB of the target's weights: every answer from this "
                 "calibration would refuse it; give the share the runs were served at"
             )
-    notes.append(f"KV cache: the engine's share of memory, {share.where}")
+    notes.append(
+        f"KV cache: the engine's share of memory, {share.where}" + _spec_share_said(dep, limits, memory_utilization)
+    )
     from specsim.calibration.runs import SAME_LENGTHS, unpaired_said
 
     alone = unpaired_said(runs)

@@ -231,6 +231,8 @@ def _arms_said(args: argparse.Namespace, limits, runs: list) -> str:
     started with different limits: no ``vllm bench serve`` file records the server's, 0.14.1's keys are the client's
     alone, tests/data/do-gtc-2026/rate-1.0.json), else the engine's own."""
     plain_from = "--max-num-seqs" if args.max_num_seqs is not None else "the engine's own"
+    if args.plan and "--max-num-seqs" not in getattr(args, "typed_flags", ()):  # _inputs took the plan's servers'
+        plain_from = "the plan's servers, its run.sh"
     spec = getattr(args, "spec_max_num_seqs", None)
     if spec is not None:
         spec_from = "--spec-max-num-seqs"

@@ -552,18 +552,20 @@ def free_kv_bytes(
     memory_utilization: float | None = None,
     max_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
+    spec_max_num_seqs: int | None = None,
 ) -> tuple:
     """(plain, speculating) bytes of KV cache an engine holds beside the weights (:func:`specsim.serving.capacity.capacity`
     at the mean context of requests of these lengths, at ``memory_utilization``, the engine's own share unless given,
-    with ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most), the drafter's scratch sized for
-    ``gamma_top``: what the serving model's engine holds."""
-    cap = capacity(
-        dep,
-        max(int(input_tokens + output_tokens / 2), 1),
-        memory_utilization,
-        max(int(gamma_top), 1),
-        "the largest gamma searched",
-        max_batched_tokens,
-        max_num_seqs,
-    )
-    return cap.free_bytes_without_draft, cap.free_bytes_with_draft
+    with ``max_batched_tokens`` per iteration and ``max_num_seqs`` sequences at most, ``spec_max_num_seqs`` the
+    speculating server's where it was started with its own: None, the same), the drafter's scratch sized for
+    ``gamma_top``: what the serving model's engine holds.  Each arm's share is its own server's: vLLM's start-up
+    profiles a pass at the server's max_num_seqs (:func:`specsim.engines.vllm.start_up`)."""
+
+    def free(seqs: int | None) -> Capacity:
+        context = max(int(input_tokens + output_tokens / 2), 1)
+        top = max(int(gamma_top), 1)
+        return capacity(dep, context, memory_utilization, top, "the largest gamma searched", max_batched_tokens, seqs)
+
+    plain = free(max_num_seqs)
+    spec = plain if spec_max_num_seqs in (None, max_num_seqs) else free(spec_max_num_seqs)
+    return plain.free_bytes_without_draft, spec.free_bytes_with_draft

@@ -387,6 +387,7 @@ def served_state(
         memory_utilization,
         limits.max_batched_tokens,
         limits.max_num_seqs,
+        limits.spec_max_num_seqs,
     )
     _require_one_request(
         dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), memory_utilization, limits

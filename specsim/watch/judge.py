@@ -210,7 +210,9 @@ class Judge:
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
         # answer at a load refuses it, rather than judged as an engine with one request running.
         # The same for the drafter beside it (at one draft token: the least it holds), since the page speculates.
-        free = free_kv_bytes(dep, 1, 1, 1, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs)
+        free = free_kv_bytes(
+            dep, 1, 1, 1, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs, limits.spec_max_num_seqs
+        )
         for speculating in (False, True):
             if free[speculating] <= 0:
                 basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
@@ -242,6 +244,7 @@ class Judge:
             self.memory_utilization,
             self.limits.max_batched_tokens,
             self.limits.max_num_seqs,
+            self.limits.spec_max_num_seqs,
         )
         return steady_state(self.dep, acceptance, gammas, loads, P, O, kind, self.limits, kv)
 

@@ -80,7 +80,14 @@ def simulate_day(
     requests = Requests(np.full(n, int(input_tokens)), np.full(n, int(output_tokens)), times, "a replayed day")
     limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else limits
     _, spec_kv = free_kv_bytes(
-        dep, input_tokens, output_tokens, gamma, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs
+        dep,
+        input_tokens,
+        output_tokens,
+        gamma,
+        memory_utilization,
+        limits.max_batched_tokens,
+        limits.max_num_seqs,
+        limits.spec_max_num_seqs,
     )
     counters = StepCounters(n, gamma)
     simulate_speculating(dep, requests, acceptance, gamma, limits, spec_kv, rng, changes, counters)
