@@ -260,6 +260,32 @@ def test_a_guidellm_load_counts_every_request_in_flight_and_its_totals_add_up(tm
     assert said in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "strategy", [{"type_": "throughput"}, {"type_": "poisson", "rate": 20.0, "max_concurrency": 64}]
+)
+def test_a_guidellm_report_with_failed_requests_and_no_concurrency_total_is_refused(tmp_path, strategy):
+    """Where request_concurrency kept no .total, its .successful was read as every request's in flight, even with 74
+    requests errored or cut off (a throughput run was read as concurrency 22, not the 63 in flight).  GuideLLM writes
+    .total in every report (src/guidellm/benchmark/schemas/metrics.py 0.7.3 L781, L890): such a report is trimmed, and
+    what was in flight cannot be read from it, so it is refused, one line naming the field.  With no failures
+    .successful is every request's, read as before."""
+    report = json.loads(Path(f"{BENCH}/guidellm-plain.json").read_text())
+    bench = report["benchmarks"][3]
+    bench["config"]["strategy"] = strategy
+    bench["metrics"]["request_concurrency"]["successful"]["mean"] = 22.0
+    bench["metrics"]["request_concurrency"].pop("total", None)
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(report))
+    assert read_bench_file(path)[3].load in ("concurrency 22", "rate 20/s")  # every request succeeded: as before
+    bench["metrics"]["request_totals"] |= {"incomplete": 64, "errored": 10, "total": 274}
+    path.write_text(json.dumps(report))
+    with pytest.raises(ValueError) as err:
+        read_bench_file(path)
+    assert str(err.value).startswith(
+        f"{path}#4: metrics.request_concurrency has no total, and 74 of its requests errored or were cut off"
+    ), err.value
+
+
 @pytest.mark.parametrize("name", ["vllm-plain.jsonl", "sglang-eagle3.jsonl", "guidellm-eagle3.json"])
 def test_a_file_with_a_utf8_byte_order_mark_is_read_as_its_json(name, tmp_path):
     # Windows tools (Notepad, PowerShell's Out-File -Encoding utf8 before PowerShell 6) save UTF-8 with a byte-order

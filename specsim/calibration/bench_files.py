@@ -747,11 +747,22 @@ def _guidellm_in_flight(where: str, metrics: dict) -> float:
     later write it beside ``successful``, the time-weighted concurrency of all the benchmark's requests:
     StatusDistributionSummary.concurrency_distribution_from_timings, src/guidellm/schemas/statistics.py, 0.7.3
     L898-906), for an errored or cut-off request held its place in the engine and under the cap while in flight;
-    ``successful`` (the successful requests' alone) where the report keeps no total (a report trimmed to it, as
-    examples/bench's are, whose requests all succeeded)."""
+    ``successful`` (the successful requests' alone) where the report keeps no total and every request succeeded (a
+    report trimmed to it, as examples/bench's are).  Where some failed and no total is kept, refused: the successful
+    requests' concurrency leaves out those that held the engine, and GuideLLM writes the total in every report
+    (GenerativeMetrics.request_concurrency, a StatusDistributionSummary with successful, errored, incomplete and total,
+    src/guidellm/benchmark/schemas/metrics.py 0.7.3 L781-783, filled at L890)."""
     summary = metrics.get("request_concurrency")
     if isinstance(summary, dict) and isinstance(summary.get("total"), dict):
         return _number(f"{where}: metrics.request_concurrency.total", summary["total"], "mean", positive=False)
+    totals = metrics.get("request_totals")
+    failed = _guidellm_failed(where, totals) if isinstance(totals, dict) else 0
+    if failed:
+        raise ValueError(
+            f"{where}: metrics.request_concurrency has no total, and {failed} of its requests errored or were cut off: "
+            "the successful requests' concurrency leaves out those, which held the engine while in flight; give the "
+            "report as GuideLLM wrote it (request_concurrency.total beside successful)"
+        )
     return _mean(where, metrics, "request_concurrency")
 
 
