@@ -2060,3 +2060,38 @@ def test_replay_of_a_calibration_writes_its_engines_metrics_and_takes_its_drafte
     assert main([*replay, "--input-len", "700"]) == 0
     said = capsys.readouterr()
     assert "requests of 700 in, 256 out" in json.loads(said.out)["day"] and "--input-len 700" not in said.err
+
+
+def test_a_window_the_model_holds_no_request_of_says_no_room_not_a_speedup(dep, capsys):
+    """Under --memory-util 0.23 an 8,000-token prompt leaves the model's speculating engine no room for one request
+    beside the draft's weights at gamma 3, yet the window's row printed the model's 1.930x and "pays": a TPOT of an
+    engine that holds nothing.  The window is judged "no room" now, its speedup NaN (null in JSON), the row says so
+    plainly, and it starts and ends no verdict."""
+    from specsim.cli.watch import _Output
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import SHOWN, Judge
+    from specsim.watch.watcher import Row
+
+    judge = Judge(dep, EngineLimits(256, 8192), memory_utilization=0.23)
+    window = Window(
+        0.0,
+        60.0,
+        "m",
+        1,
+        "",
+        drafts=3000.0,
+        acceptance_length=float(tokens_per_round(0.9, 3)),
+        per_position=None,
+        gamma=3,
+        requests_per_s=0.05,
+        input_tokens=8000.0,
+        output_tokens=256.0,
+    )
+    (j,) = judge.judge([window], spread=[0.001])
+    assert j.verdict == "no room" and math.isnan(j.speedup), (j.verdict, j.speedup)
+    _Output(False, lambda t: f"{t:>4.0f}").row(Row(0, window, j, (), ()))
+    line = capsys.readouterr().out.strip()
+    assert "  no room " in line and line.endswith(SHOWN["no room"]) and "x " not in line.split("8000/256")[1], line
+    # with the engine's own share it has room: judged as before, with its speedup
+    (j,) = Judge(dep, EngineLimits(256, 8192)).judge([window], spread=[0.001])
+    assert j.verdict != "no room" and math.isfinite(j.speedup)

@@ -105,9 +105,10 @@ class _Output:
             running = "-" if w.running is None else f"{w.running:.1f}"
             be = {"never": "none pays", "always": "any pays"}.get(j.break_even, f"{j.break_even_length or 0:.3f}")
             verdict = SHOWN[j.verdict]
+            speedup = "no room" if j.verdict == "no room" else f"{j.speedup:.3f}x"
             print(
                 f"{when}  {length:<22} {pos:<15} {j.gamma:>2} {running + f' ({j.running_model:.1f})':>15} "
-                f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {j.speedup:>6.3f}x {be:>10} "
+                f"{three_figures(w.requests_per_s):>6} {w.input_tokens:>4.0f}/{w.output_tokens:<4.0f}  {speedup:>7} {be:>10} "
                 f"{_thresholds(j):>22}  {verdict}",
                 flush=True,
             )

@@ -88,9 +88,23 @@ CONFIDENCE_Z = 1.959964
 #: A window's verdicts: its interval above the acceptance where the speedup is 1 + the model's error; below the one
 #: where it is 1 - that error; inside the two (the model cannot tell: the answers' words, :data:`VERDICTS`); across
 #: either (the acceptance is not known well enough).
-JUDGEMENTS = ("pays", "costs", VERDICTS[2], "undecided")
+#: "no room": the model's speculating engine holds not one of the window's requests beside its weights at the window's
+#: gamma (its KV share too small for one), so it has no speedup to judge by, while the engine runs them.
+JUDGEMENTS = ("pays", "costs", VERDICTS[2], "undecided", "no room")
 #: Each of :data:`JUDGEMENTS` as a watch's row and summary print it.
-SHOWN = dict(zip(JUDGEMENTS, ("pays", "COSTS MORE", VERDICTS[2], "acceptance unsure")))
+SHOWN = dict(
+    zip(
+        JUDGEMENTS,
+        (
+            "pays",
+            "COSTS MORE",
+            VERDICTS[2],
+            "acceptance unsure",
+            "NO ROOM in the model: its engine holds none of these requests beside its weights (the memory share taken "
+            "is not the server's?), no speedup to judge",
+        ),
+    )
+)
 
 
 def _served_ratio(state) -> np.ndarray:
@@ -113,7 +127,7 @@ class Judgement:
 
     alpha: float  #: the window's acceptance as one alpha at its draft length
     gamma: int
-    speedup: float  #: plain TPOT over speculative TPOT at the window's rate, lengths and acceptance
+    speedup: float  #: plain TPOT over speculative TPOT at the window's rate, lengths and acceptance (NaN: "no room")
     break_even_length: float | None  #: the acceptance length at which the speedup is 1 (None: see ``break_even``)
     break_even: str  #: "found", "never" (no acceptance pays at this load) or "always" (any does)
     interval: tuple | None  #: the window's acceptance length, 95% (low, high); None without a spread
@@ -286,6 +300,8 @@ class Judge:
                 np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
             )
             curve = _served_ratio(grid)[1:]  # (alpha, window)
+            # where the speculating engine at the window's gamma holds no request, its "speedup" is no number to judge
+            room = np.broadcast_to(np.asarray(state.limited_by), state.tpot_s.shape)[gamma] != "no room"
             e = self.error.share
             for j, i in enumerate(idx):
                 w = ws[j]
@@ -294,10 +310,10 @@ class Judge:
                 out[i] = Judgement(
                     float(alpha[j]),
                     gamma,
-                    float(ratio[gamma, j]),
+                    float(ratio[gamma, j]) if room[j] else math.nan,
                     *crossings[0],
                     interval,
-                    verdict_of(interval, crossings[1], crossings[2]),
+                    verdict_of(interval, crossings[1], crossings[2]) if room[j] else JUDGEMENTS[4],
                     float(state.in_engine[gamma, j]),
                     int(best[j]),
                     float(ratio[best[j], j]),

@@ -256,9 +256,10 @@ class Watcher:
                         f"{j.speedup:.3f}{other}",
                     )
                 )
-        elif j.verdict != "undecided":
+        elif j.verdict not in ("undecided", "no room"):
             # It pays, or the model cannot tell (too close to call): no longer shown to cost.  A window whose acceptance
-            # is not known well enough (undecided) leaves the verdict as it was.
+            # is not known well enough (undecided), or one the model holds no request of (no room), leaves the verdict
+            # as it was.
             self.holding.pop("costs", None)
         # Hysteresis: a change is proposed at min_gain and withdrawn below half of it, so that a gain hovering at the
         # threshold does not start and end the verdict window after window.
