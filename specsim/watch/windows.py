@@ -292,23 +292,21 @@ class Window:
         )
 
     def draft_variance(self) -> float | None:
-        """Variance of the accepted tokens of one draft: from the per-position shares where counted (P(A >= k+1) = c_k,
-        so E[A^2] = sum (2k + 1) c_k), else from the alpha of the acceptance length at gamma (accepting each next token
-        with one probability); None without a gamma."""
+        """Variance of the accepted tokens of one draft (that of the round's tokens, one more:
+        :func:`~specsim.speculation.acceptance.round_tokens_variance`) from the per-position shares c_k where counted,
+        else from the alpha of the acceptance length at gamma (accepting each next token with one probability); None
+        without a gamma."""
         if self.acceptance_length is None:
             return None
+        from specsim.speculation.acceptance import alpha_from_acceptance_length, round_tokens_variance
+
         if self.per_position:
             c = np.asarray(self.per_position, dtype=float)
-            k = np.arange(c.size)
-            return float(max(((2 * k + 1) * c).sum() - c.sum() ** 2, 0.0))
+            return float(round_tokens_variance(c, c.size))
         if self.gamma is None:
             return None
-        from specsim.speculation.acceptance import alpha_from_acceptance_length
-
         alpha = float(alpha_from_acceptance_length(min(self.acceptance_length, self.gamma + 1.0), self.gamma))
-        c = alpha ** np.arange(1, self.gamma + 1)
-        k = np.arange(self.gamma)
-        return float(max(((2 * k + 1) * c).sum() - c.sum() ** 2, 0.0))
+        return float(round_tokens_variance(alpha ** np.arange(1, self.gamma + 1), self.gamma))
 
     def to_dict(self) -> dict:
         return {
