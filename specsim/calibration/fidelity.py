@@ -55,6 +55,7 @@ __all__ = [
     "evaluate_out_of_sample",
     "evaluate_serving",
     "fit_collectives",
+    "held_out_by_id",
     "judge_large_moe",
     "large_moe_bias",
     "load_large_moe_tpot",
@@ -80,6 +81,16 @@ def silicon_sample_path() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "systems" / "silicon_sample.csv"
 
 
+def held_out_by_id(ids: object) -> list[bool]:
+    """Which rows are judged, not fitted: those whose id's sha256 is odd.  The one split of every public TPOT table
+    here, fixed by the ids alone (independent of row order and of which rows a loader keeps).
+
+    >>> held_out_by_id([1, 2, 3])
+    [True, True, False]
+    """
+    return [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in ids]
+
+
 def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     """Single-GPU, aggregated-serving TPOT rows for the models and devices specsim describes."""
     df = pd.read_csv(silicon_sample_path() if path is None else path)
@@ -95,7 +106,7 @@ def load_public_tpot(path: str | Path | None = None) -> pd.DataFrame:
     df["model"] = df["model_path"].map(PUBLIC_MODELS)
     df["hardware"] = df["system"].map(PUBLIC_SYSTEMS)
     df["concurrency"] = df["batch_size"].astype(int)
-    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    df["holdout"] = held_out_by_id(df["id"])
     keep = [
         "id",
         "backend",
@@ -171,7 +182,7 @@ def load_out_of_sample_tpot(path: str | Path | None = None) -> pd.DataFrame:
     # Concurrency above 256 is capped by the engines' max_num_seqs / memory in these runs (TPOT falls as
     # concurrency rises): the running batch is unknown, so those rows cannot be predicted and are left out.
     df = df[df["concurrency"] <= 256]
-    df["holdout"] = [int(hashlib.sha256(str(i).encode()).hexdigest(), 16) % 2 == 1 for i in df["id"]]
+    df["holdout"] = held_out_by_id(df["id"])
     keep_cols = [
         "id",
         "backend",
