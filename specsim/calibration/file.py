@@ -506,6 +506,7 @@ def read_calibration(path: str | Path) -> Calibration:
     ...
     ValueError: calibration file 'no-such-calibration.yaml' does not exist
     """
+    from specsim.core.files import file_digest
     from specsim.core.limits import load_yaml
     from specsim.describe.hardware import profile_from_mapping
     from specsim.engines import TERMS
@@ -598,7 +599,7 @@ def read_calibration(path: str | Path) -> Calibration:
         None if share is None else float(share),
         serving,
         steps,
-        hashlib.sha256(p.read_bytes()).hexdigest()[:12],
+        file_digest(p),
     )
 
 

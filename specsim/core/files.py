@@ -31,6 +31,7 @@ __all__ = [
     "check_folder",
     "check_output",
     "existing_file",
+    "file_digest",
     "make_folder",
     "OutputError",
     "read_text",
@@ -68,6 +69,22 @@ def existing_file(text: str) -> Path | None:
         return path if path.is_file() else None
     except (OSError, ValueError, RuntimeError):
         return None
+
+
+def file_digest(path: str | Path) -> str:
+    """The first 12 hex digits of the sha256 of the file at ``path``: which file an answer read, whatever it is named
+    (a calibration file's, a measurements file's).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     (Path(d) / "a.csv").write_text("x\\n1\\n")
+    ...     file_digest(Path(d) / "a.csv")
+    4
+    'daff832f8020'
+    """
+    import hashlib  # not at import: every command imports this module, few read a file they name by its hash
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
 def builtin_dir() -> Path:

@@ -17,11 +17,11 @@ error, not a silent fallback: measure your draft too, or pick another source.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
+from specsim.core.files import file_digest
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
 from specsim.timing._grid import interp_grid
@@ -93,7 +93,7 @@ class MeasuredSource:
         self.path = Path(path)
         self.hardware = hardware
         df = load_measurements(self.path)
-        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()[:12]
+        self.sha256 = file_digest(self.path)
         self.devices = sorted(set(map(str, df["device_name"]))) if "device_name" in df.columns else []
         self.notes: list[str] = []
         self._grids: dict[tuple, tuple] = {}
