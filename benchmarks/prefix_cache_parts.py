@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsim.core.workloads import mean_context_tokens
 from specsim.serving.capacity import free_kv_bytes
 from specsim.serving.steady import engine_limits, steady_state
 from specsim.speculation.deployment import Deployment
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"KV cache: specsim {own[0] / per_token:,.0f} tokens, the engine's log {args.kv_tokens:,.0f}")
     # the model's decode step at the batch the runs held (their requests in flight), against their median ITL
     flight = np.array([m["in_flight"] for m in runs])
-    at = np.asarray(dep.decode(flight, P + O / 2.0).total_s, dtype=float) * 1e3
+    at = np.asarray(dep.decode(flight, mean_context_tokens(P, O)).total_s, dtype=float) * 1e3
     print("measured: rate  TTFT mean/p50  TPOT  ITL p50  in flight (rate x E2E)  model's decode step there")
     for rate, m, t in zip(RATES, runs, at):
         print(

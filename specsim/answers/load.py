@@ -29,6 +29,7 @@ from specsim.core.limits import (
     whole_numbers,
 )
 from specsim.core.names import given_as
+from specsim.core.workloads import mean_context_tokens
 from specsim.serving.steady import EngineLimits, SteadyState, check_limits, engine_limits, load_label, served_state
 
 __all__ = [
@@ -60,7 +61,7 @@ class RequestLengths:
     def context_tokens(self) -> int:
         """The mean context of a request, its prompt plus half its output (the context every answer's acceptance and
         header use), in tokens."""
-        return int(self.input_tokens + self.output_tokens / 2)
+        return int(mean_context_tokens(self.input_tokens, self.output_tokens))
 
 
 def request_lengths(
@@ -579,7 +580,7 @@ def load_answer(
     if not fixed:
         p, o = np.asarray(prompt_sample, dtype=float), np.asarray(output_sample, dtype=float)
         P, O = float(p.mean()), float(o.mean())
-        context = float((o * (p + o / 2)).sum() / o.sum())
+        context = float((o * mean_context_tokens(p, o)).sum() / o.sum())
     check_positions(dep, P, O, fixed)
     top = gamma_max if gamma is None else gamma
     if dep.drafter is not None and dep.drafter.max_steps is not None:

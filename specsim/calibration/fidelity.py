@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from specsim.core.workloads import mean_context_tokens
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.describe.parallel import collective_count
@@ -225,7 +226,7 @@ def predict_tpot(df: pd.DataFrame, candidate: str) -> tuple[np.ndarray, np.ndarr
         c = rows["concurrency"].to_numpy(float)
         isl = rows["isl"].to_numpy(float)
         osl = rows["osl"].to_numpy(float)
-        decode = src.step_time(model, c, 1, isl + osl / 2).total_s
+        decode = src.step_time(model, c, 1, mean_context_tokens(isl, osl)).total_s
         if kind == "kernels":
             prefill = src.prefill_time(model, isl)
         else:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.calibration.runs import with_sweep_acceptance
+from specsim.core.workloads import mean_context_tokens
 from specsim.engines import SpecHost
 from specsim.serving.drain import batch_drains
 from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge, saturated_kv_bound
@@ -106,7 +107,7 @@ class RunModel:
         # prefill's time and the budget take the first, the KV cache holds the whole prompt
         self.prefilled, self.cached = self.limits.prompt_split(self.prompt)
         self.output = np.array([x.output_tokens for x in r], dtype=float)
-        self.context = self.prompt + self.output / 2.0
+        self.context = mean_context_tokens(self.prompt, self.output)
         self.steps = np.array([c.setup.steps if c.setup else 0 for c in runs], dtype=float)
         self.spread = np.array([c.setup.acceptance_spread if c.setup else 0.0 for c in runs], dtype=float)
         self.topk = np.array([c.setup.topk if c.setup else 1 for c in runs], dtype=float)

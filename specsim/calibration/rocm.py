@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from specsim.core.workloads import mean_context_tokens
 from specsim.describe.hardware import HardwareProfile, load_hardware
 from specsim.engines import EnginePreset, SpecHost, get_engine
 from specsim.engines.vllm import rocm_build
@@ -56,8 +57,7 @@ def load_sweeps(path: Path = DATA) -> pd.DataFrame:
     frame = pd.read_csv(path)
     frame["plain_step_ms"] = 1e3 * frame.concurrency / (frame.plain_tok_s_gpu * frame.tp)
     frame["speedup"] = frame.spec_tok_s_gpu / frame.plain_tok_s_gpu
-    # The mean context a decoding sequence holds: its prompt and half its output.
-    frame["context"] = frame.input_tokens + frame.output_tokens / 2
+    frame["context"] = mean_context_tokens(frame.input_tokens, frame.output_tokens)
     return frame
 
 

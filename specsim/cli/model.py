@@ -46,6 +46,7 @@ from specsim.core.defaults import (
 )
 from specsim.core.limits import MAX_CONTEXT, MAX_GAMMA
 from specsim.core.words import counted
+from specsim.core.workloads import mean_context_tokens
 
 __all__ = [
     "run_at_load",
@@ -943,7 +944,7 @@ def _capacity_said(row: dict) -> str:
 def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None, rtol: bool = False) -> None:
     from specsim.cli import report
 
-    print(describe(dep, int(answer.input_tokens + answer.output_tokens / 2)))
+    print(describe(dep, int(mean_context_tokens(answer.input_tokens, answer.output_tokens))))
     top = int(answer.state.gamma[-1, 0])
     searched = (
         f"gamma {answer.fixed_gamma}"

@@ -50,6 +50,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
 from specsim.core.names import given_as
+from specsim.core.workloads import mean_context_tokens
 from specsim.describe.models import BYTES_PER_ELEMENT
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma
@@ -562,7 +563,7 @@ def free_kv_bytes(
     profiles a pass at the server's max_num_seqs (:func:`specsim.engines.vllm.start_up`)."""
 
     def free(seqs: int | None) -> Capacity:
-        context = max(int(input_tokens + output_tokens / 2), 1)
+        context = max(int(mean_context_tokens(input_tokens, output_tokens)), 1)
         top = max(int(gamma_top), 1)
         return capacity(dep, context, memory_utilization, top, "the largest gamma searched", max_batched_tokens, seqs)
 
