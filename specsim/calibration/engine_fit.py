@@ -384,7 +384,7 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
     that term is held (the one correlating most with the two), not an acceptance: holding one of them instead leaves
     the term free and the choice of which acceptance to a rounding error (a fit that did so was seen to flip between
     passes)."""
-    from scipy.special import stdtrit
+    from specsim.serving.runs import student_t
 
     dof = r.size - len(free)
     if len(free) < 2 or dof < 1:
@@ -393,7 +393,7 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
     sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
     corr = cov / np.outer(sd, sd)
     np.fill_diagonal(corr, 0.0)
-    t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
+    t = student_t(dof, CONFIDENCE)
     terms = [k for k, p in enumerate(free) if not p.name.startswith("alpha")]
     for i, j in sorted(zip(*np.nonzero(np.triu(np.abs(corr) > TRADE_OFF))), key=lambda ij: -abs(corr[ij])):
         if free[i].name.startswith("alpha") and free[j].name.startswith("alpha") and terms:
@@ -409,14 +409,14 @@ def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -
 
 def _intervals(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> dict[str, tuple[float, float]]:
     """95% intervals of ``free``, linearised at the fit (t over the residual degrees of freedom), clipped at the bounds."""
-    from scipy.special import stdtrit
+    from specsim.serving.runs import student_t
 
     dof = r.size - len(free)
     if dof < 1 or not free:
         return {}
     s2 = float(np.sum(r**2)) / dof
     cov = np.linalg.pinv(jac.T @ jac) * s2
-    t = float(stdtrit(dof, 0.5 + CONFIDENCE / 2))
+    t = student_t(dof, CONFIDENCE)
     out = {}
     for k, (p, v) in enumerate(zip(free, x)):
         half = t * float(np.sqrt(max(cov[k, k], 0.0)))

@@ -339,14 +339,12 @@ def _past_zero(runs: int, figures: list) -> str | None:
     """A line where an interval reaches below zero, which none of these figures can: (name, mean, half-width) each.
     Few runs give a wide Student t (12.7 times the spread over the root of the runs at two runs): the interval is
     honest about the spread and says nothing below zero."""
-    from scipy import stats
-
-    from specsim.serving.runs import CONFIDENCE
+    from specsim.serving.runs import CONFIDENCE, student_t
 
     past = [name for name, mean, half in figures if half is not None and mean is not None and half > mean]
     if not past or runs < 2:
         return None
-    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, runs - 1))
+    t = student_t(runs - 1)
     return (
         f"note: {', '.join(past[:4])}{' and more' if len(past) > 4 else ''}: the {CONFIDENCE:.0%} interval reaches "
         f"below zero, where the figure cannot go; over {runs} runs it is {t:.1f} times the runs' spread over "

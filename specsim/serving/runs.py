@@ -13,6 +13,7 @@ __all__ = [
     "past_capacity",
     "queue_verdict",
     "second_half_s",
+    "student_t",
     "summarize_runs",
 ]
 
@@ -24,6 +25,19 @@ CONFIDENCE = 0.95
 #: and put an interval over the acceptance draws alone).
 DEFAULT_RUNS = 10
 _SUMMED = ("requests", "served", "never_fit", "slo_met", "preemptions", "recomputed_tokens")
+
+
+def student_t(dof: int, level: float = CONFIDENCE) -> float:
+    """The factor of a standard error a two-sided ``level`` interval spans either side of a mean: Student's t with
+    ``dof`` degrees of freedom at 0.5 + level / 2.  The one home of that quantile (intervals over runs here and in
+    serve-sim's notes, the fitted terms' intervals of :mod:`specsim.calibration.engine_fit`).
+
+    >>> round(student_t(9), 3), round(student_t(1), 2)
+    (2.262, 12.71)
+    """
+    from scipy.special import stdtrit
+
+    return float(stdtrit(dof, 0.5 + level / 2))
 
 
 def deepest_gamma(gamma_by_batch, spec_runs) -> int:
@@ -87,12 +101,10 @@ def summarize_runs(summaries: list[dict], level: float = CONFIDENCE) -> dict:
     runs, ``max_running_batch`` is the largest, batch shares are averaged.  A figure that any run lacks (no
     request with a second token: no TPOT) is None, with no interval.  One run: no intervals (None).
     """
-    from scipy import stats
-
     runs = len(summaries)
     if runs < 1:
         raise ValueError("summarize_runs needs at least one run")
-    scale = float(stats.t.ppf(0.5 + level / 2, runs - 1)) / np.sqrt(runs) if runs > 1 else None
+    scale = student_t(runs - 1, level) / np.sqrt(runs) if runs > 1 else None
 
     def mean_ci(values):
         if any(v is None for v in values):
