@@ -34,7 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from validate_speculation import step_choices  # noqa: E402
-from validate_targets import KIMI_AL, KIMI_EAGLE31, routing_correlation  # noqa: E402
+from validate_targets import KIMI_AL, KIMI_EAGLE31, kimi_at_three, routing_correlation  # noqa: E402
 
 from specsim.calibration.public import FIT_KINDS, evaluate, load_public_speculation  # noqa: E402
 from specsim.describe.models import FITTED_ROUTING_CORRELATION, get_model  # noqa: E402
@@ -100,18 +100,7 @@ def sweep_trends(fit, rho: float) -> list[tuple]:
 
 
 def kimi_trend(rho: float) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    with routing_correlation(rho):
-        dep = Deployment.build(
-            "b200",
-            "kimi-k2",
-            "eagle3",
-            timing="hybrid",
-            engine="vllm@0.24.0",
-            target_options={"tp": 4, "weight_dtype": "nvfp4"},
-            draft_options={"tp": 4},
-        )
-    c = np.array([1.0, 4.0, 16.0, 64.0])
-    at3 = dep.decode(c, 2048).total_s / (dep.round_time(c, 2048, 3).total_s / KIMI_AL)
+    dep, c, at3 = kimi_at_three(rho)
     best = optimal_gamma(dep, float(alpha_from_acceptance_length(KIMI_AL, 3)), c, 2048, gamma_max=8)
     return c, at3, best.gamma.astype(int).tolist()
 

@@ -388,27 +388,34 @@ def moe_routing(quick: bool) -> float:
     return chosen
 
 
-def kimi(chosen: float) -> None:
+def kimi_at_three(rho: float) -> tuple:
+    """(the deployment, the concurrencies 1 4 16 64, the modelled speedup at 3 draft tokens and :data:`KIMI_AL` at
+    each) of the blog's Kimi-K2.6-NVFP4 run at routing correlation ``rho``: the one model of it that this study and
+    benchmarks/routing_default.py print."""
     from specsim.speculation.deployment import Deployment
 
+    with routing_correlation(rho):
+        dep = Deployment.build(
+            "b200",
+            "kimi-k2",
+            "eagle3",
+            timing="hybrid",
+            engine="vllm@0.24.0",
+            target_options={"tp": 4, "weight_dtype": "nvfp4"},
+            draft_options={"tp": 4},
+        )
+    c = np.array([1.0, 4.0, 16.0, 64.0])
+    return dep, c, dep.decode(c, 2048).total_s / (dep.round_time(c, 2048, 3).total_s / KIMI_AL)
+
+
+def kimi(chosen: float) -> None:
     print(
         "\nKimi-K2.6-NVFP4 on 4 GPUs, vLLM, EAGLE-3.1 x3, SPEED-Bench coding (vLLM blog 2026-05-26; GB200, modelled on the "
         "b200 profile, NVFP4 weights on the dequantising path, acceptance length 3.013; not fitted):"
     )
     rows = []
     for rho in sorted({0.0, 0.2, 0.5, chosen}):
-        with routing_correlation(rho):
-            dep = Deployment.build(
-                "b200",
-                "kimi-k2",
-                "eagle3",
-                timing="hybrid",
-                engine="vllm@0.24.0",
-                target_options={"tp": 4, "weight_dtype": "nvfp4"},
-                draft_options={"tp": 4},
-            )
-        c = np.array([1.0, 4.0, 16.0, 64.0])
-        speed = dep.decode(c, 2048).total_s / (dep.round_time(c, 2048, 3).total_s / KIMI_AL)
+        _, c, speed = kimi_at_three(rho)
         rows.append([f"rho {rho}"] + [f"{x:.2f}" for x in speed] + [" ".join(f"{x:.2f}" for x in speed / speed[0])])
     rows.append(
         ["measured"]
