@@ -818,3 +818,22 @@ def test_a_load_answers_echo_says_what_each_gamma_was_picked_on():
     at = load_answer(dep, 0.8, "alpha 0.8", "rate", [1], 1000, 256)
     row = at.rows[0]
     assert f"rate 1/s: gamma {row['gamma']} TPOT {row['speedup_tpot']:.3f}x)" in repr(at)
+
+
+def test_users_that_move_in_step_at_fixed_lengths_are_said_and_lengths_that_vary_part_them(capsys):
+    # A closed loop of fixed lengths moves in convoys (steady.closed_population: the prompts one iteration's budget
+    # holds, g, finish and arrive together), which sets its TTFT; the answer names the group, in JSON and in a note,
+    # and a workload's lengths that vary part them (g = 1, no note).
+    argv = ["optimal-gamma", "--timing", "roofline", "--concurrency", "64", "--alpha", "0.7"]
+    assert main(argv + ["--input-len", "2000", "--output-len", "300", "--max-batched-tokens", "8192", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert 1 < row["plain"]["users_in_step"] <= 8192 // 2000  # the prompts of 2000 tokens an 8192-token budget holds
+    assert main(argv + ["--input-len", "2000", "--output-len", "300", "--max-batched-tokens", "8192"]) == 0
+    err = capsys.readouterr().err
+    assert f"note: users move in step at concurrency 64 plain {row['plain']['users_in_step']:.0f} at a time" in err
+    assert "with every request 2000 in, 300 out, nothing random sets them apart" in err
+    assert main(argv + ["--workload", "chat", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["plain"]["users_in_step"] == 1 and row["spec"]["users_in_step"] == 1
+    assert main(argv + ["--workload", "chat"]) == 0
+    assert "users move in step" not in capsys.readouterr().err

@@ -483,6 +483,7 @@ def _figures(s: SteadyState, i: int, j: int) -> dict:
         "mean_batch": v(s.mean_batch),
         "prefill_share": v(s.prefill_share),
         "in_engine": v(s.in_engine),
+        "users_in_step": v(s.group),
         "tokens_per_round": v(s.tokens_per_round),
         "saturated": bool(np.broadcast_to(s.saturated, s.tpot_s.shape)[i, j]),
         "limited_by": str(np.broadcast_to(s.limited_by, s.tpot_s.shape)[i, j]),

@@ -1062,6 +1062,20 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
             f"note: TTFT waiting for admission at {'; '.join(waits)}: {admission_said(answer.fixed_lengths)}",
             file=sys.stderr,
         )
+    steps = [  # closed loops of fixed lengths whose users move in step (steady.closed_population): their TTFT says so
+        f"{r['load']} {arm} {r[key]['users_in_step']:,.0f} at a time (TTFT {r[key]['ttft_s'] * 1e3:,.1f} ms)"
+        for r in answer.rows
+        for arm, key in (("plain", "plain"), ("speculating", "spec"))
+        if r[key]["users_in_step"] and r[key]["users_in_step"] > 1 and r[key]["ttft_s"] is not None
+    ]
+    if steps:
+        print(
+            f"note: users move in step at {'; '.join(steps)}: with {answer.lengths.split(' [')[0]}, nothing random sets "
+            "them apart, so they finish together and come back together, each first token waiting behind the group's "
+            "prompts, as a benchmark of fixed lengths runs (speculating users drift apart with acceptance); lengths "
+            "that vary (--workload; a benchmark's --random-range-ratio above 0) part them (docs/serving.md)",
+            file=sys.stderr,
+        )
     for r in answer.rows:  # where only the speculating engine queues users: its TTFT carries the wait
         a, b = r["plain"], r["spec"]
         if b["limited_by"] in ("kv cache", "max_num_seqs") and not a["limited_by"] and answer.kind == "concurrency":

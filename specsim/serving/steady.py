@@ -165,6 +165,9 @@ class SteadyState:
     #: the part of ``ttft_s`` an arrival waits for admission where the engine is full (an open loop below capacity:
     #: :func:`specsim.serving.arrivals.admission_wait_s`; 0 elsewhere)
     admission_s: object = 0.0
+    #: the users that move in step in a closed loop of fixed lengths, g of a convoy (finishing together, arriving
+    #: together, each first token behind the group's prompts: :func:`closed_population`); 1 where nothing moves in step
+    group: object = 1.0
 
 
 def _step(dep, acceptance, gamma, batch, context):
@@ -881,6 +884,7 @@ def _closed_loop(
         saturated=np.zeros(shape, dtype=bool),
         limited_by=np.broadcast_to(limited, shape),
         outcome=out,
+        group=np.broadcast_to(np.where(pop.convoy, pop.group, 1.0), shape),
         **t,
     )
 
