@@ -758,15 +758,18 @@ def test_a_gauge_window_with_no_spread_gets_no_verdict_a_hair_from_the_break_eve
     assert tight.interval is not None and tight.verdict == "costs"
 
 
-def _at_speedup(judge, window, target: float) -> Window:
-    """``window`` with the acceptance length at which ``judge``'s model gives the speedup ``target`` at its load
-    (bisection on the model's own speedup: no formula of the model's copied here)."""
-    lo, hi = 1.0, 1.0 + window.gamma
+def _at_speedups(judge, window, targets: tuple) -> list:
+    """``window`` with, for each of ``targets``, the acceptance length at which ``judge``'s model gives that speedup at
+    its load (bisection on the model's own speedup: no formula of the model's copied here).  The targets' bisections
+    run side by side, one window each in one call of the judge per step (its windows are judged elementwise, each as
+    it would be alone): one call where one per target took four times the time."""
+    lo, hi = np.ones(len(targets)), np.full(len(targets), 1.0 + window.gamma)
     for _ in range(40):
         mid = (lo + hi) / 2
-        (j,) = judge.judge([dataclasses.replace(window, acceptance_length=mid)], spread=[0.001])
-        lo, hi = (mid, hi) if j.speedup < target else (lo, mid)
-    return dataclasses.replace(window, acceptance_length=(lo + hi) / 2)
+        judged = judge.judge([dataclasses.replace(window, acceptance_length=m) for m in mid], spread=[0.001] * len(mid))
+        below = np.array([j.speedup for j in judged]) < np.asarray(targets)
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return [dataclasses.replace(window, acceptance_length=float(m)) for m in (lo + hi) / 2]
 
 
 def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the_engine_has_no_room(dep):
@@ -818,14 +821,16 @@ def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries
     assert judge.error == model_error(dep) and judge.error.share == CORPUS_SPEEDUP_ERROR
     window = _loaded(requests_per_s=8.0)
     seen = {}
-    for target in (1.04, 0.96, 1.2, 0.8):
-        (j,) = judge.judge([_at_speedup(judge, window, target)], spread=[0.001])
+    targets = (1.04, 0.96, 1.2, 0.8)
+    for target, j in zip(targets, judge.judge(_at_speedups(judge, window, targets), spread=[0.001] * len(targets))):
         assert j.speedup == pytest.approx(target, abs=1e-3) and j.interval[1] - j.interval[0] < 0.005
         seen[target] = j.verdict
         assert j.to_dict()["error"] == CORPUS_SPEEDUP_ERROR
+        if target == 1.04:
+            near = j
     assert seen == {1.04: "too close to call", 0.96: "too close to call", 1.2: "pays", 0.8: "costs"}
     # the thresholds sit either side of the break-even, at the speedups 1 + and 1 - the error
-    (j,) = judge.judge([_at_speedup(judge, window, 1.04)], spread=[0.001])
+    j = near
     assert j.costs_below[0] < j.break_even_length < j.pays_above[0]
     for length, speedup in ((j.pays_above[0], 1 + CORPUS_SPEEDUP_ERROR), (j.costs_below[0], 1 - CORPUS_SPEEDUP_ERROR)):
         (at,) = judge.judge([dataclasses.replace(window, acceptance_length=length)], spread=[0.001])
