@@ -1751,6 +1751,25 @@ def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_pa
     assert "every request 800 in, 256 out [--output-len 256 (default: the runs cal.yaml" in out
 
 
+def test_the_rules_judge_their_grid_of_rates_once(dep, monkeypatch):
+    """alert_rules judged the same grid of rates twice, once for the break-even and once for where "costs" starts (half
+    of every rules file's time, 1.4 s of 2.5 s for the README's watch --alert-rules): one judgement gives both tables,
+    each the one break_even_table gives alone."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+    from specsim.watch.publish import _step_function, alert_rules, break_even_table
+
+    judge = Judge(dep, EngineLimits())
+    alone = {t: break_even_table(judge, 3, 1000, 256, 40.0, threshold=t) for t in ("break_even", "costs_below")}
+    calls = []
+    judged = Judge.judge
+    monkeypatch.setattr(Judge, "judge", lambda self, *a, **k: calls.append(a) or judged(self, *a, **k))
+    rules = alert_rules(metric_names("vllm@0.26.0")[0], judge, 3, 1000, 256, 40.0)
+    assert len(calls) == 1 and len(calls[0][0]) == len(alone["break_even"])
+    said = json.dumps(rules)
+    assert all(_step_function(t, "specsim:request_rate:rate5m", 5.0) in said for t in alone.values()), said
+
+
 def test_rules_written_without_a_source_answer_json_with_what_was_written(capsys, tmp_path):
     # watch --alert-rules/--dashboard with --json and no --url or --prometheus wrote the files, said so on stderr (to keep
     # stdout for JSON) and printed nothing on stdout: a script reading the JSON got no document at all, exit 0.

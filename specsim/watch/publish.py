@@ -16,7 +16,15 @@ import json
 
 import numpy as np
 
-__all__ = ["Gauges", "alert_rules", "break_even_table", "dashboard", "engine_queries", "rules_max_rate"]
+__all__ = [
+    "Gauges",
+    "alert_rules",
+    "break_even_table",
+    "break_even_tables",
+    "dashboard",
+    "engine_queries",
+    "rules_max_rate",
+]
 
 _PREFIX = "specsim_watch_"
 
@@ -156,6 +164,14 @@ def break_even_table(
     break-even (``threshold`` "break_even": the speedup 1) or where the watch's "costs" verdict starts ("costs_below":
     the speedup 1 less the model's error, the judge's ``error``), as :class:`~.judge.Judgement`
     gives them."""
+    return break_even_tables(judge, gamma, input_tokens, output_tokens, max_rate, points)[threshold]
+
+
+def break_even_tables(
+    judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, points: int = 24
+) -> dict:
+    """:func:`break_even_table`'s tables by ``threshold`` ("break_even", "costs_below"), from one judgement of the grid
+    of rates: the rules take both, and judging the same windows twice doubled their time."""
     from specsim.watch.windows import Window
 
     rates = np.unique(np.round(np.geomspace(max_rate / 64.0, max_rate, points), 4))
@@ -176,9 +192,10 @@ def break_even_table(
         for r in rates
     ]
     judged = judge.judge(windows)
-    if threshold == "costs_below":
-        return [(float(r), *j.costs_below) for r, j in zip(rates, judged)]
-    return [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judged)]
+    return {
+        "break_even": [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judged)],
+        "costs_below": [(float(r), *j.costs_below) for r, j in zip(rates, judged)],
+    }
 
 
 def _step_function(table: list, rate: str, top: float) -> str:
@@ -216,7 +233,8 @@ def alert_rules(
 ) -> dict:
     """The rules file (a dict for YAML): the watch's verdicts on specsim's gauges, and the engine-only rules."""
     q = engine_queries(names, "5m", selector)
-    table = break_even_table(judge, gamma, input_tokens, output_tokens, max_rate)
+    tables = break_even_tables(judge, gamma, input_tokens, output_tokens, max_rate)
+    table = tables["break_even"]
     label = names.model_label
     rate_rule, length_rule, be_rule = (
         "specsim:request_rate:rate5m",
@@ -226,8 +244,7 @@ def alert_rules(
     # The engine-only alert fires where the watch's "costs" verdict would: below the acceptance where the model's
     # speedup is 1 less its error (the break-even recorded beside it is the speedup 1, for the dashboard).
     error, top = judge.error, float(gamma + 2)
-    costs_table = break_even_table(judge, gamma, input_tokens, output_tokens, max_rate, threshold="costs_below")
-    costs = _step_function(costs_table, rate_rule, top)
+    costs = _step_function(tables["costs_below"], rate_rule, top)
     hold = f"{int(max(2 * interval_s, 60))}s"
     watch = [
         {
