@@ -461,7 +461,7 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
     close to call."""
     from specsim.serving.steady import EngineLimits
     from specsim.watch.judge import Judge
-    from specsim.watch.publish import break_even_table
+    from specsim.watch.publish import break_even_tables
 
     promtool = _tool("promtool")
     path, _ = _rules(tmp_path, "vllm@0.26.0")
@@ -470,20 +470,14 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
     from specsim.engines import get_engine
 
     judge = Judge(dataclasses.replace(dep, engine=get_engine("vllm@0.26.0").for_source(dep.source)), EngineLimits())
-    table = break_even_table(
-        judge,
-        3,
-        1000,
-        256,
-        60.0,
-        threshold="costs_below",
-    )
+    tables = break_even_tables(judge, 3, 1000, 256, 60.0)  # one judgement: both thresholds
+    table = tables["costs_below"]
 
     def at(rate):
         return [v for r, v, _ in table if r <= rate][-1]
 
     assert at(4.0) < 1.95 < at(16.0)
-    assert at(12.5) < 1.95 < [v for r, v, _ in break_even_table(judge, 3, 1000, 256, 60.0) if r <= 12.5][-1]
+    assert at(12.5) < 1.95 < [v for r, v, _ in tables["break_even"] if r <= 12.5][-1]
 
     def series(requests_per_min):
         m = 'model_name="m",engine="0"'
