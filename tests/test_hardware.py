@@ -183,7 +183,13 @@ def test_a_users_yaml_reads_the_same_through_libyaml_as_through_pyyamls_own_pars
 
     if not hasattr(yaml, "CSafeLoader"):
         pytest.skip("PyYAML without libyaml")
-    paths = [p for p in pathlib.Path(".").rglob("*.y*ml") if ".git" not in p.parts and p.suffix in (".yaml", ".yml")]
+    # The repository's own files (not a virtual environment's or another hidden folder's, which differ by machine)
+    root = pathlib.Path(__file__).resolve().parents[1]
+    paths = [
+        p
+        for p in root.rglob("*.y*ml")
+        if p.suffix in (".yaml", ".yml") and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
     hostile = {
         "alias.yaml": "a: &x 1\nb: *x\n",
         "deep.yaml": "a:" + "".join("\n" + "  " * k + "- " for k in range(1, 20)) + "1\n",
