@@ -772,19 +772,10 @@ def _at_speedups(judge, window, targets: tuple) -> list:
     return [dataclasses.replace(window, acceptance_length=float(m)) for m in (lo + hi) / 2]
 
 
-def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the_engine_has_no_room(dep):
-    """The watch picked its best gamma (the schedule it proposes, the gamma a costly window names) on its own rule, the
-    served TPOT ratio with only non-finite values left out, while optimal-gamma at a rate picks on LoadAnswer.scores():
-    under --memory-util 0.23 an 8,000-token prompt leaves the speculating engine no room for one request beside the
-    draft's weights, and the watch named a speculating gamma there at a modelled 1.9x.  It picks on scores() now (the
-    one home): plain decoding, as the answers do at that rate with those limits."""
-    from specsim.answers.load import load_answer
-    from specsim.serving.steady import EngineLimits
-    from specsim.watch.judge import Judge
-
-    limits = EngineLimits(256, 8192)
-    judge = Judge(dep, limits, memory_utilization=0.23)
-    window = Window(
+def _no_room_window() -> Window:
+    """A minute of 8,000-token prompts at 0.05 requests/s, gamma 3 at alpha 0.9: under --memory-util 0.23 the model's
+    speculating engine holds none of them beside the draft's weights."""
+    return Window(
         0.0,
         60.0,
         "m",
@@ -798,6 +789,21 @@ def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the
         input_tokens=8000.0,
         output_tokens=256.0,
     )
+
+
+def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the_engine_has_no_room(dep):
+    """The watch picked its best gamma (the schedule it proposes, the gamma a costly window names) on its own rule, the
+    served TPOT ratio with only non-finite values left out, while optimal-gamma at a rate picks on LoadAnswer.scores():
+    under --memory-util 0.23 an 8,000-token prompt leaves the speculating engine no room for one request beside the
+    draft's weights, and the watch named a speculating gamma there at a modelled 1.9x.  It picks on scores() now (the
+    one home): plain decoding, as the answers do at that rate with those limits."""
+    from specsim.answers.load import load_answer
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.judge import Judge
+
+    limits = EngineLimits(256, 8192)
+    judge = Judge(dep, limits, memory_utilization=0.23)
+    window = _no_room_window()
     rows = np.arange(judge.gamma_max + 1)
     state = judge.state(np.array([[0.9]]), rows[:, None], np.array([0.05]), np.array([8000.0]), np.array([256.0]), 8)
     held = np.broadcast_to(np.asarray(state.limited_by), state.tpot_s.shape)[:, 0]
@@ -2097,20 +2103,7 @@ def test_a_window_the_model_holds_no_request_of_says_no_room_not_a_speedup(dep, 
     from specsim.watch.watcher import Row
 
     judge = Judge(dep, EngineLimits(256, 8192), memory_utilization=0.23)
-    window = Window(
-        0.0,
-        60.0,
-        "m",
-        1,
-        "",
-        drafts=3000.0,
-        acceptance_length=float(tokens_per_round(0.9, 3)),
-        per_position=None,
-        gamma=3,
-        requests_per_s=0.05,
-        input_tokens=8000.0,
-        output_tokens=256.0,
-    )
+    window = _no_room_window()
     (j,) = judge.judge([window], spread=[0.001])
     assert j.verdict == "no room" and math.isnan(j.speedup), (j.verdict, j.speedup)
     _Output(False, lambda t: f"{t:>4.0f}").row(Row(0, window, j, (), ()))
