@@ -11,24 +11,30 @@ from typing import Iterator
 __all__ = ["FLAGS", "as_flags", "given_as"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
-#: ``--random-input-len`` and ``--random-output-len`` name them.
-FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len"}
+#: ``--random-input-len`` and ``--random-output-len`` name them, and the n-gram scan's cost, which the flag gives in ns.
+FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "ngram_cpu_s_per_token": "--ngram-cpu-ns"}
 
 _AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)
 
 
-def given_as(keyword: str) -> str:
+def given_as(keyword: str, flag: str | None = None) -> str:
     """``keyword``, a library function's keyword argument, as its caller gave it: itself, or inside :func:`as_flags`
-    the command line's flag for it.
+    the command line's flag for it: ``flag`` where the one command that reaches the function names it otherwise
+    (``save_watch``'s ``path`` is ``watch --plot``), else :data:`FLAGS`' or the keyword with dashes.
 
     >>> given_as("max_context")
     'max_context'
     >>> with as_flags():
     ...     given_as("max_context"), given_as("input_tokens")
     ('--max-context', '--input-len')
+    >>> with as_flags():
+    ...     given_as("path", "--plot")
+    '--plot'
     """
     if not _AS_FLAGS.get():
         return keyword
+    if flag is not None:
+        return flag
     return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
 
 
