@@ -599,8 +599,8 @@ def test_drafters_describe_themselves_with_their_basis():
         ("ngram:x", {}, None, "ngram takes no path"),
         ("ngram", {"weight_dtype": "fp8"}, None, "--draft ngram runs no network"),
         ("ngram", {"tp": 2}, None, "--draft ngram runs no network"),
-        ("llama-3.2-1b", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
-        ("eagle3", {}, 1e-9, "--ngram-cpu-ns applies to --draft ngram only"),
+        ("llama-3.2-1b", {}, 1e-9, "ngram_cpu_s_per_token applies to draft ngram only"),
+        ("eagle3", {}, 1e-9, "ngram_cpu_s_per_token applies to draft ngram only"),
     ],
 )
 def test_drafter_options_that_do_not_apply_are_refused(spec, options, ngram, message):
@@ -634,7 +634,7 @@ def test_drafter_names_and_exact_messages():
         ),
         (
             lambda: make_drafter("llama-3.2-1b", target, ngram_cpu_s_per_token=1e-9),
-            "--ngram-cpu-ns applies to --draft ngram only",
+            "ngram_cpu_s_per_token applies to draft ngram only",
         ),
         (lambda: NgramDrafter("n-gram", target), "n-gram drafting runs no network"),
     ]
@@ -975,10 +975,10 @@ def test_acceptance_messages_are_exact():
 
     with pytest.raises(ValueError) as err:
         parse_acceptance("0.9,x")
-    assert str(err.value) == "--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got '0.9,x'"
+    assert str(err.value) == "acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got '0.9,x'"
     with pytest.raises(ValueError) as err:
         parse_acceptance(" , ")
-    assert str(err.value) == "--acceptance needs at least one rate"
+    assert str(err.value) == "acceptance needs at least one rate"
     with pytest.raises(ValueError) as err:
         Acceptance(cumulative=(0.9, 0.8)).conditional(3)
     assert str(err.value) == (

@@ -776,7 +776,7 @@ def test_calibrate_engine_from_python_checks_what_the_command_checks():
     plain, spec = (str(REPO / "examples" / "bench" / f) for f in ("vllm-plain.jsonl", "vllm-eagle3.jsonl"))
     runs, files, notes = runs_from_files([plain], [([spec], 3)])
     fit = dict(hardware="h100", engine="vllm@0.10", drafter="eagle3", timing="roofline")
-    with pytest.raises(ValueError, match="--target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B"):
+    with pytest.raises(ValueError, match="target qwen3-8b but the benchmark files ran meta-llama/Llama-3.1-8B"):
         calibrate_engine(runs, files, notes, target="qwen3-8b", **fit)
     with pytest.raises(ValueError, match="no runs to fit"):
         calibrate_engine([], files, notes, target="llama-3.1-8b", **fit)
@@ -1532,6 +1532,164 @@ def test_a_library_error_names_the_keyword_argument_and_the_commands_line_the_fl
     assert main([argv[0], *BASE, *argv[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and command_says in err, err
+
+
+def _lib(dotted: str):
+    """The library function ``specsim.module.name`` names, imported when a case runs."""
+    import importlib
+
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+_BENCH = ["examples/bench/vllm-plain.jsonl"], [(["examples/bench/vllm-eagle3.jsonl"], 3)]
+_CALIBRATE_ENGINE = ["calibrate-engine", "--plain", _BENCH[0][0], "--spec", _BENCH[1][0][0][0], "--steps", "3"]
+_CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vllm@0.10", "--timing", "roofline"]
+
+
+@pytest.mark.parametrize(
+    ("call", "argv", "library_says", "command_says"),
+    [
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", timing="measured:"),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--timing", "measured:"],
+            "timing measured:FILE needs a file",
+            "--timing measured:FILE needs a file",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", ngram_cpu_s_per_token=1e-6),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--ngram-cpu-ns", "1000"],
+            "ngram_cpu_s_per_token applies to draft ngram only",
+            "--ngram-cpu-ns applies to --draft ngram only",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "qwen3-8b", "eagle3", engine="vllm@0.24.0"
+                ),
+                "vllm@0.24.0",
+            ),
+            ["bench-plan", "--hardware", "h100-sxm", "--target", "qwen3-8b", "--engine", "vllm@0.24.0", "--draft"]
+            + ["eagle3", "--out", "{tmp}/plan"],
+            "give its checkpoint with draft_checkpoint",
+            "give its checkpoint with --draft-checkpoint",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "llama-3.1-8b", "ngram", engine="vllm@0.24.0"
+                ),
+                "vllm@0.24.0",
+                draft_checkpoint="org/head",
+                pin=False,
+                prompts="prompts.jsonl",
+            ),
+            None,  # the command reads --prompts first: the line is the same one
+            "draft_checkpoint does not apply to draft ngram",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.resolve_acceptance")(dep, acceptance="0.9,,0.7"),
+            ["optimal-gamma", *BASE, "--acceptance", "0.9,,0.7"],
+            "acceptance has an empty position in '0.9,,0.7'",
+            "--acceptance has an empty position in '0.9,,0.7'",
+        ),
+        (
+            lambda dep: _lib("specsim.resolve_acceptance")(dep, metrics="examples/vllm-metrics.txt", metrics_gamma=3),
+            ["optimal-gamma", *BASE, "--metrics", "examples/vllm-metrics.txt", "--metrics-gamma", "3"],
+            "metrics_gamma is for SGLang pages",
+            "--metrics-gamma is for SGLang pages",
+        ),
+        (
+            lambda dep: _lib("specsim.speculation.search.optimal_tree")(
+                dep, 0.8, _lib("specsim.speculation.acceptance.TreeSpec")(2, 2, 3), [1]
+            ),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--batch", "1", "--tree", "topk:2,depth:2,tokens:3"],
+            "lower the bounds or batches",
+            "lower the --tree bounds or --max-batch",
+        ),
+        (
+            lambda dep: _lib("specsim.harness.timing.measure_sweep")(
+                _lib("specsim.describe.models.get_model")("tiny-5m", weight_dtype="fp32", kv_dtype="fp32"),
+                [1],
+                [1],
+                [0],
+                dtype="fp32",
+                device="cuda",
+            ),
+            ["measure", "--model", "tiny-5m", "--device", "cuda", "--out", "{tmp}/m.csv"],
+            "device cuda was asked for, but torch sees no CUDA device",
+            "--device cuda was asked for, but torch sees no CUDA device",
+        ),
+        (
+            lambda dep: _lib("specsim.figures.plots.save_watch")([], "watch.pdf"),
+            None,  # watch refuses a --plot of another suffix itself, before it watches
+            "path 'watch.pdf': write a .png or a .svg file",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.profile.calibrate")(
+                "hardware/measurements/h100-sxm-vllm-kernel-steps.csv",
+                _lib("specsim.describe.hardware.load_hardware")("h100-sxm"),
+                name="h100-sxm",
+            ),
+            ["calibrate", "hardware/measurements/h100-sxm-vllm-kernel-steps.csv", "--hardware", "h100-sxm"]
+            + ["--name", "h100-sxm", "--out", "{tmp}/fit.yaml"],
+            "choose another name",
+            "choose another --name",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.inputs.served_target")(
+                "llama-3.1-70b", _lib("specsim.calibration.inputs.runs_from_files")(*_BENCH)[0]
+            ),
+            [*_CALIBRATE_ENGINE, "--target", "llama-3.1-70b", "--out", "{tmp}/cal.yaml"],
+            "target llama-3.1-70b but the benchmark files ran",
+            "--target llama-3.1-70b but the benchmark files ran",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.inputs.runs_from_files")(*_BENCH, sweep_by="model"),
+            None,  # the command's --sweep-by takes its choices only
+            "sweep_by 'model'; choose lengths, file, all",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0"
+                ),
+                "vllm@0.24.0",
+                input_tokens=[500],
+            ),
+            ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--input-tokens", "500", "--out", "{tmp}/p"],
+            "input_tokens needs two prompt lengths",
+            "--input-tokens needs two prompt lengths",
+        ),
+    ],
+)
+def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(
+    call, argv, library_says, command_says, capsys, monkeypatch, tmp_path
+):
+    """The timing, drafter, acceptance, tree, harness, figure, profile, calibration-input and plan errors named the
+    command's flags to a Python caller (design_plan(..., input_tokens=[500]) said '--input-tokens needs two prompt
+    lengths'): each now names the keyword argument of the function called (specsim.core.names), and the command's line
+    is as it was.  The tree search's limit is lowered to 1 evaluation so that a small tree passes it."""
+    import specsim
+
+    if "cuda" in library_says:
+        pytest.importorskip("torch")
+        if __import__("torch").cuda.is_available():
+            pytest.skip("torch sees a CUDA device here")
+    monkeypatch.setattr("specsim.speculation.search.MAX_TREE_EVALUATIONS", 1)
+    dep = specsim.Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
+    with pytest.raises(ValueError) as raised:
+        call(dep)
+    assert library_says in str(raised.value) and "--" not in str(raised.value), raised.value
+    if argv is None:
+        return
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and command_says in err, err
+    assert not any(tmp_path.iterdir())  # nothing written half-way
 
 
 def test_the_bare_search_says_it_did_not_check_memory_where_the_answer_refuses(capsys):

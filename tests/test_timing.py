@@ -1388,7 +1388,7 @@ def test_pass_inputs_name_the_first_value_out_of_range_of_any_shape_and_take_the
 def test_a_measured_source_without_its_file_is_refused_with_an_example():
     with pytest.raises(ValueError) as err:
         make_source("measured:", H100)
-    assert str(err.value) == "--timing measured:FILE needs a file, e.g. measured:h200.csv"
+    assert str(err.value) == "timing measured:FILE needs a file, e.g. measured:h200.csv"
 
 
 def test_kernel_source_notes_name_the_data_limits_and_only_the_scaled_points_it_answers():

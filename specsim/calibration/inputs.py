@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from specsim.calibration.runs import CalRun, SpecSetup, group_sweeps, with_prompt_spreads
+from specsim.core.names import given_as
 from specsim.core.words import counted
 
 __all__ = ["runs_engine", "runs_from_files", "runs_from_plan", "served_target"]
@@ -242,7 +243,7 @@ def _refuse_plain_as_spec(plain: list[str], spec: list[str]) -> None:
         if same is not None:
             raise ValueError(
                 f"{path} holds the same runs as the plain file {same}: speculative runs come from the server with the "
-                "drafter (--spec), plain ones from the server without it (--plain)"
+                f"drafter ({given_as('spec_groups', '--spec')}), plain ones from the server without it ({given_as('plain')})"
             )
     # A file given twice (by two names, or as a copy) would count its runs twice and weigh the fit toward them.
     for group in (plain, spec):
@@ -285,12 +286,13 @@ def served_target(given: str | None, runs: list[CalRun]) -> str:
         raise ValueError("the runs name different models: " + ", ".join(named) + "; fit one deployment at a time")
     if given is None:
         if not named:
-            raise ValueError("the benchmark files name no model: pass --target")
+            raise ValueError(f"the benchmark files name no model: pass {given_as('target')}")
         try:
             get_model(named[0])
         except KeyError:
             raise ValueError(
-                f"the files name {named[0]!r}, which specsim does not ship: pass --target with its config.json"
+                f"the files name {named[0]!r}, which specsim does not ship: pass {given_as('target')} with its "
+                "config.json"
             ) from None
         return named[0]
     if named:
@@ -301,7 +303,7 @@ def served_target(given: str | None, runs: list[CalRun]) -> str:
         except KeyError:
             return given  # a checkpoint specsim does not know (or a local folder): --target says what it is
         if theirs != mine.name and model_key(mine.source or mine.name) not in keys:
-            raise ValueError(f"--target {given} but the benchmark files ran {named[0]}")
+            raise ValueError(f"{given_as('target')} {given} but the benchmark files ran {named[0]}")
     return given
 
 

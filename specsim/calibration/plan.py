@@ -29,6 +29,7 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
+from specsim.core.names import given_as
 from specsim.core.words import counted
 from specsim.engines import EnginePreset, get_engine, named_release, parse_version
 from specsim.engines.sglang import SglangBench
@@ -242,15 +243,15 @@ def design_plan(
     name, version, modelled = resolve_version(engine)
     writer = WRITERS[name]
     if dep.drafter is None:
-        raise ValueError("a plan benchmarks speculation against plain decoding: give --draft")
+        raise ValueError(f"a plan benchmarks speculation against plain decoding: give {given_as('draft')}")
     concurrency = sorted(set(int(c) for c in concurrency))
     if len(concurrency) < 3:
         raise ValueError(
-            f"--concurrency needs at least 3 loads (the fit holds each out in turn and needs decode batches "
+            f"{given_as('concurrency')} needs at least 3 loads (the fit holds each out in turn and needs decode batches "
             f"at least 1.5x apart), got {len(concurrency)}"
         )
     if len(concurrency) > MAX_LOADS:
-        raise ValueError(f"--concurrency lists {len(concurrency)} loads; at most {MAX_LOADS}")
+        raise ValueError(f"{given_as('concurrency')} lists {len(concurrency)} loads; at most {MAX_LOADS}")
     steps = sorted(set(int(s) for s in steps))
     if len(steps) < 2:
         raise ValueError(
@@ -286,11 +287,12 @@ def design_plan(
     draft_tp = dep.draft.tp if dep.draft is not None else tp
     # A run past the model's positions is one calibrate-engine refuses: refused before it is written.
     longest = (max(int(i) for i in input_tokens) if pin else 0) + int(output_tokens)
-    dep.require_within_positions(longest, "--input-tokens and --output-tokens" if pin else "--output-tokens")
+    inputs, outputs = given_as("input_tokens", "--input-tokens"), given_as("output_tokens", "--output-tokens")
+    dep.require_within_positions(longest, f"{inputs} and {outputs}" if pin else outputs)
     servers, runs = _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin, prompts)
     if len(runs) > MAX_RUNS:
         raise ValueError(
-            f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer --concurrency levels or --input-tokens"
+            f"the plan holds {len(runs)} runs; at most {MAX_RUNS}: fewer {given_as('concurrency')} levels or {inputs}"
         )
     plan = BenchPlan(
         name,
@@ -364,7 +366,10 @@ def _layout(steps, pinned, concurrency, input_tokens, output_tokens, pin: bool, 
     runs: list[PlanRun] = []
     inputs = [None] if not pin else sorted(set(int(i) for i in input_tokens))
     if pin and len(inputs) < 2:
-        raise ValueError("--input-tokens needs two prompt lengths: one cannot tell the KV-cache reads from the rest")
+        raise ValueError(
+            f"{given_as('input_tokens', '--input-tokens')} needs two prompt lengths: one cannot tell the KV-cache reads "
+            "from the rest"
+        )
     for s, p in zip(steps, pinned):
         key = f"s{s}-al{p:g}" if p is not None else f"s{s}-real"
         servers[key] = Server(key, s, p)

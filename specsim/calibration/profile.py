@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile, profile_to_mapping
 from specsim.timing.base import check_pass
 from specsim.timing.measurements import load_measurements
@@ -238,7 +239,7 @@ def calibrate(
     # A calibrated profile may carry the name of a built-in calibrated one (that is how they are regenerated),
     # never the name of a datasheet profile.
     if name in {p.stem for p in builtin_dir().glob("*.yaml")}:
-        raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another --name")
+        raise ValueError(f"profile name {name!r} is a built-in datasheet profile; choose another {given_as('name')}")
     df = load_measurements(path).reset_index(drop=True)
     df["holdout"] = _holdout_mask(df, holdout, seed, 4 if per_layer == "yes" else 3)
     train = df[~df["holdout"]]

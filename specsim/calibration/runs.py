@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.calibration.bench_files import LITTLE_SLACK, BenchRun
+from specsim.core.names import given_as
 from specsim.core.words import by_number, counted
 
 __all__ = [
@@ -316,7 +317,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
     import dataclasses
 
     if by not in SWEEP_RULES:
-        raise ValueError(f"--sweep-by {by!r}; choose {', '.join(SWEEP_RULES)}")
+        raise ValueError(f"{given_as('sweep_by')} {by!r}; choose {', '.join(SWEEP_RULES)}")
     groups: list[tuple[str, float, float, str, str | None]] = []  # (model, prompt, output, name, dataset)
     ruled: set = set()  # the sweeps the lengths rule made (a bench plan's are named by the plan)
     out = []
@@ -586,7 +587,9 @@ def check_design(dep, runs: list[CalRun]) -> None:
     plain = [c for c in runs if c.kind == "plain"]
     spec = [c for c in runs if c.kind == "spec"]
     if not plain:
-        raise ValueError("no plain runs: the fit needs a benchmark without speculation at each load (--plain FILE)")
+        raise ValueError(
+            f"no plain runs: the fit needs a benchmark without speculation at each load ({given_as('plain')} FILE)"
+        )
     if len({c.run.load for c in runs}) < 2:
         raise ValueError(
             f"every run is at one load ({runs[0].run.load}): nothing tells a per-iteration time from the rest "
@@ -610,7 +613,7 @@ def check_design(dep, runs: list[CalRun]) -> None:
                 "pass --metrics with the server's /metrics page saved after the run"
             )
     if spec and dep.drafter is None:
-        raise ValueError("speculative runs need a drafter: pass --draft")
+        raise ValueError(f"speculative runs need a drafter: pass {given_as('drafter', '--draft')}")
     models = {model_key(c.run.model) for c in runs if c.run.model}
     if len(models) > 1:
         names = sorted({c.run.model for c in runs if c.run.model})

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.core.files import atomic_write_bytes
+from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile, load_hardware
 
 __all__ = [
@@ -1003,7 +1004,7 @@ def _length_or(model: dict, key: str, missing: float) -> float:
 def save_watch(rows: list[dict], path: str | Path, title: str | None = None) -> Path:
     """Draw :func:`plot_watch` on its own figure and write it atomically (PNG or SVG, by the file's suffix)."""
     if Path(path).suffix.lstrip(".").lower() not in ("png", "svg"):
-        raise ValueError(f"--plot {str(path)!r}: write a .png or a .svg file")
+        raise ValueError(f"{given_as('path', '--plot')} {str(path)!r}: write a .png or a .svg file")
     return _save(path, (11, 8.5), 130, lambda fig: plot_watch(rows, axes=fig.subplots(3, 1, sharex=True), title=title))
 
 

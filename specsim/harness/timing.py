@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+from specsim.core.names import given_as
 from specsim.describe.models import ModelShape
 from specsim.harness import defaults
 from specsim.harness.model import TORCH_DTYPES, DecoderTimingModel, shared_length_mask
@@ -135,17 +136,17 @@ def check_device_and_memory(shapes: list[ModelShape], device: str, dtype: str) -
     try:
         dev = torch.device(device)
     except RuntimeError:
-        raise ValueError(f"--device {device!r} is not a torch device (use cpu or cuda)") from None
+        raise ValueError(f"{given_as('device')} {device!r} is not a torch device (use cpu or cuda)") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError("--device cuda was asked for, but torch sees no CUDA device")
+            raise ValueError(f"{given_as('device')} cuda was asked for, but torch sees no CUDA device")
         total = torch.cuda.get_device_properties(dev.index or 0).total_memory
         where = torch.cuda.get_device_name(dev.index or 0)
     elif dev.type == "cpu":
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         where = "this machine's RAM"
     else:
-        raise ValueError(f"--device {device!r}: the harness runs on cpu or cuda")
+        raise ValueError(f"{given_as('device')} {device!r}: the harness runs on cpu or cuda")
     from specsim.describe.models import BYTES_PER_ELEMENT
 
     need = sum(s.params * BYTES_PER_ELEMENT[dtype] for s in shapes)

@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specsim.core.names import given_as
+
 __all__ = [
     "DEFAULT_SIBLING_FACTOR",
     "SHARE_ROUNDING",
@@ -588,16 +590,17 @@ def parse_acceptance(text: str) -> Acceptance:
     items = [v.strip() for v in text.split(",")]
     if len(items) > 1 and "" in items and any(items):  # an empty position shifts every later one: refused
         raise ValueError(
-            f"--acceptance has an empty position in {text!r}: one rate per draft position, separated by single commas"
+            f"{given_as('acceptance')} has an empty position in {text!r}: one rate per draft position, separated by "
+            "single commas"
         )
     try:
         values = tuple(float(v) for v in items if v)
     except ValueError:
         raise ValueError(
-            f"--acceptance takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}"
+            f"{given_as('acceptance')} takes comma-separated rates in [0, 1], e.g. 0.92,0.81,0.70; got {text!r}"
         ) from None
     if not values:
-        raise ValueError("--acceptance needs at least one rate")
+        raise ValueError(f"{given_as('acceptance')} needs at least one rate")
     return Acceptance(cumulative=values, source="--acceptance")
 
 

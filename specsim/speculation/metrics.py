@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from specsim.core.limits import MAX_GAMMA
+from specsim.core.names import given_as
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length, tokens_per_round
 
 __all__ = [
@@ -561,7 +562,7 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
     if _is_sglang(text):
         if sglang_gamma is None:
             raise ValueError(
-                f"{name}: SGLang reports only the mean accept length; give --metrics-gamma, the "
+                f"{name}: SGLang reports only the mean accept length; give {given_as('metrics_gamma')}, the "
                 "--speculative-num-steps it ran with"
             )
         length = _sglang_accept_length(text, name)
@@ -570,7 +571,9 @@ def acceptance_from_page(path: str | Path, sglang_gamma: int | None = None, mode
         alpha = float(alpha_from_acceptance_length(length, sglang_gamma))
         return Acceptance(alpha=alpha, source=f"{name}: SGLang mean accept length {length:.3f} at {sglang_gamma} steps")
     if sglang_gamma is not None:
-        raise ValueError("--metrics-gamma is for SGLang pages; vLLM's counters say the draft length themselves")
+        raise ValueError(
+            f"{given_as('metrics_gamma')} is for SGLang pages; vLLM's counters say the draft length themselves"
+        )
     m = acceptance_from_prometheus(text, source=name, model_name=model_name)
     if m.accepted_per_position:
         return Acceptance(cumulative=tuple(float(c) for c in m.cumulative_rates), source=f"{name}, vLLM counters")

@@ -34,6 +34,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, DEFAULT_RTOL
 from specsim.core.limits import MAX_GAMMA, check_int
+from specsim.core.names import given_as
 from specsim.core.words import ends, points
 from specsim.speculation.acceptance import (
     Acceptance,
@@ -263,7 +264,8 @@ def optimal_tree(
     if work > MAX_TREE_EVALUATIONS:
         raise ValueError(
             f"a tree search over {len(candidates):,} trees x {b.size:,} batch sizes ({work:,} evaluations) is "
-            f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the --tree bounds or --max-batch"
+            f"past the limit of {MAX_TREE_EVALUATIONS:,}: lower the {given_as('bounds', '--tree bounds')} or "
+            f"{given_as('batches', '--max-batch')}"
         )
     out = dep.outcome(acc, candidates, b, np.asarray(context, dtype=float), sibling)
     s, e = np.broadcast_to(out.speedup, (len(candidates), b.size)), out.tokens.reshape(-1)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile
 from specsim.timing.base import StepTime, StepTimeSource
 from specsim.timing.kernel_db import BACKENDS
@@ -100,7 +101,7 @@ def _measured(arg: str, hardware: HardwareProfile, kernel_engine: str, progress)
     from specsim.timing.measured import MeasuredSource
 
     if not arg:
-        raise ValueError("--timing measured:FILE needs a file, e.g. measured:h200.csv")
+        raise ValueError(f"{given_as('timing')} measured:FILE needs a file, e.g. measured:h200.csv")
     return MeasuredSource(arg, hardware)
 
 

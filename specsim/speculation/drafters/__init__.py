@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from types import ModuleType
 
 from specsim.core.limits import UnknownName, as_name_or_path
+from specsim.core.names import given_as
 from specsim.describe.models import ModelShape
 from specsim.speculation.drafters.base import EAGLE3_DRAFT_VOCAB, NGRAM_CPU_S_PER_TOKEN, Drafter, EngineSupport
 from specsim.speculation.drafters.draft_model import DraftModel
@@ -180,7 +181,7 @@ def make_drafter(
     if kind.lower() == "ngram":  # the one kind whose build takes the host scan's cost per token
         return cls.build(path, target, opts, ngram_cpu_s_per_token)
     if ngram_cpu_s_per_token is not None:
-        raise ValueError("--ngram-cpu-ns applies to --draft ngram only")
+        raise ValueError(f"{given_as('ngram_cpu_s_per_token')} applies to {given_as('draft')} ngram only")
     if cls is None:
         try:
             return DraftModel.build(spec, target, opts)

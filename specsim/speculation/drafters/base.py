@@ -55,6 +55,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
 from specsim.engines.engine import EngineSupport
 from specsim.speculation.acceptance import Acceptance
@@ -266,7 +267,8 @@ class Drafter:
         known = self.checkpoints.get(target.name)
         if known is None:
             raise ValueError(
-                f"no published {self.kind} head is known for {target.name}; give its checkpoint with --draft-checkpoint"
+                f"no published {self.kind} head is known for {target.name}; give its checkpoint with "
+                f"{given_as('draft_checkpoint')}"
             )
         return known
 
@@ -366,7 +368,9 @@ class _OnePass:
 
 def _no_checkpoint(kind: str, given: str | None) -> None:
     if given:
-        raise ValueError(f"--draft-checkpoint does not apply to --draft {kind}: it loads no separate checkpoint")
+        raise ValueError(
+            f"{given_as('draft_checkpoint')} does not apply to {given_as('draft')} {kind}: it loads no separate checkpoint"
+        )
     return None
 
 
