@@ -65,6 +65,22 @@ def test_the_drafters_own_default_is_found_as_a_row_and_elsewhere_the_fallback_i
     assert unknown.fell_back and "the target article-8b (no known family)" in unknown.label
 
 
+def test_the_default_line_names_the_size_it_was_measured_on_where_the_targets_differs(capsys):
+    # vLLM #26191 measured EAGLE-3 on Llama-3.1-8B-Instruct: on a 70B target the short line says so, as an assumption
+    big = resolve(Eagle3Head, get_model("llama-3.1-70b"), "chat", 2150)
+    assert not big.fell_back
+    assert "measured on llama-3.1-8b (8.0B parameters); assumed: it holds for this 70.6B target" in big.label
+    fell = resolve(Eagle3Head, get_model("llama-3.1-70b"), "math", 2150)  # the fallback names it too
+    assert fell.fell_back and "measured on llama-3.1-8b (8.0B parameters)" in fell.label
+    assert "measured on" not in resolve(Eagle3Head, get_model("llama-3.1-8b"), "chat", 1128).label  # its own size
+    assert "measured on" not in resolve(Eagle3Head, get_model("qwen3-8b"), "chat", 1128).label  # a row of Qwen3-8B
+    assert "measured on qwen3-8b" in resolve(Eagle3Head, get_model("qwen3-32b"), "chat", 1128).label
+    argv = "optimal-gamma --target llama-3.1-70b --draft eagle3 --tp 4 --hardware h100 --batch 64".split()
+    assert main(argv) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("alpha 0.744")]
+    assert "measured on llama-3.1-8b (8.0B parameters); assumed: it holds for this 70.6B target" in line
+
+
 def test_ngram_reads_its_rows_and_refuses_where_none_is_published():
     edit = resolve(NgramDrafter, get_model("qwen3-8b"), "code-editing", 1128)  # PR #24344's code editing, any target
     assert not edit.fell_back and edit.acceptance.cumulative == NgramDrafter.published()[0].cumulative

@@ -125,6 +125,9 @@ class Drafter:
     #: (target family, workload) that :meth:`published` was measured on ("*": any family; None: no one workload), so
     #: that the acceptance lookup finds it as a row (:mod:`specsim.speculation.acceptance_data`).
     published_for: ClassVar[tuple[str, str] | None] = None
+    #: The built-in model :meth:`published` was measured on (None: no one model), so that a label can say where that
+    #: model's size differs from the target's.
+    published_target: ClassVar[str | None] = None
     #: The kind whose rounds an engine preset overlaps as this one's (None: its own kind); P-EAGLE runs vLLM's EAGLE-3
     #: proposer with parallel drafting on, PARD its draft-model proposer.
     engine_kind: ClassVar[str | None] = None

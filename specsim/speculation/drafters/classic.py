@@ -37,6 +37,7 @@ class EagleHead(Drafter):
     checkpoints: ClassVar[dict[str, str]] = {"llama-3.1-8b": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"}
     published_short: ClassVar[str] = "MT-bench, vLLM #20780"
     published_for: ClassVar[tuple[str, str] | None] = ("llama", "chat")
+    published_target: ClassVar[str | None] = "llama-3.1-8b"  # vLLM #20780 (EAGLE) and #26191 (EAGLE-3) both
     #: The head's own draft vocabulary when derived from the target (None: the target's).
     default_vocab: ClassVar[int | None] = None
     #: Decoder layers of a head derived from the target, and where that number comes from ("" for one layer).
@@ -117,6 +118,7 @@ class MtpHead(Drafter):
     published_short: ClassVar[str] = "DeepSeek-V3 report"
     #: The report measures "various generation topics" on DeepSeek-V3; chat is the nearest of the workloads.
     published_for: ClassVar[tuple[str, str] | None] = ("deepseek", "chat")
+    published_target: ClassVar[str | None] = "deepseek-v3"
 
     @classmethod
     def published(cls) -> tuple[Acceptance, str]:
