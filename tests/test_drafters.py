@@ -239,6 +239,30 @@ def test_the_eagle_authors_official_70b_head_is_the_plans_checkpoint(capsys):
     assert "no published eagle3 head is known for qwen3-32b" in capsys.readouterr().err
 
 
+def test_a_target_with_no_known_head_is_refused_with_its_familys_heads_and_why(capsys, tmp_path):
+    # A Llama-3.1-70B user wants the Llama-3.3-70B head (the nearest in size first); optimal-gamma takes the same
+    # --draft eagle3 (it models a head from the target's shape), so the refusal says why a config needs a checkpoint.
+    base = ["--target", "llama-3.1-70b", "--draft", "eagle3", "--tp", "4", "--hardware", "h100"]
+    assert main(["optimal-gamma", *base, "--alpha", "0.7", "--batch", "64"]) == 0
+    capsys.readouterr()
+    for argv in (
+        ["schedule", *base, "--alpha", "0.7", "--format", "vllm"],
+        ["bench-plan", *base, "--engine", "vllm@0.24.0", "--out", str(tmp_path / "p")],
+    ):
+        assert main(argv) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert (
+            "no published eagle3 head is known for llama-3.1-70b; give its checkpoint with --draft-checkpoint" in line
+        )
+        assert "an engine's config names the head it loads; optimal-gamma and speedup model one" in line
+        assert line.endswith(
+            "the known eagle3 heads for llama targets: yuhuili/EAGLE3-LLaMA3.3-Instruct-70B (trained on llama-3.3-70b), "
+            "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (trained on llama-3.1-8b)"
+        )
+    assert main(["schedule", *base[2:], "--target", "qwen3-32b", "--alpha", "0.7", "--format", "vllm"]) == 2
+    assert capsys.readouterr().err.strip().endswith("none is known for a qwen3 target")
+
+
 def test_vllm_mtp_config_and_sglang_flags_parse_back(capsys):
     base = ["--target", "deepseek-v3", "--draft", "mtp", "--tp", "8", "--hardware", "h200", "--acceptance", "0.875"]
     assert main(["schedule", *base, "--format", "vllm"]) == 0

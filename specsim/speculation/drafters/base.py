@@ -269,11 +269,46 @@ class Drafter:
             return self.step_model.source
         known = self.checkpoints.get(target.name)
         if known is None:
-            raise ValueError(
-                f"no published {self.kind} head is known for {target.name}; give its checkpoint with "
-                f"{given_as('draft_checkpoint')}"
-            )
+            raise ValueError(self._no_known_head(target))
         return known
+
+    def _no_known_head(self, target: ModelShape) -> str:
+        """The one line refusing a target with no known checkpoint: why one is needed (an engine config names the
+        head it loads; the timing commands model a head from the target's shape and need none), the known heads of
+        the target's family, the nearest in size first, and the checkpoint argument to give one (--draft-checkpoint in a
+        command: :func:`specsim.core.names.given_as`).
+
+        >>> from specsim.describe.models import get_model
+        >>> from specsim.speculation.drafters import Eagle3Head
+        >>> head = Eagle3Head.build("", get_model("llama-3.1-70b"), {})
+        >>> print(head._no_known_head(get_model("llama-3.1-70b")))  # doctest: +NORMALIZE_WHITESPACE
+        no published eagle3 head is known for llama-3.1-70b; give its checkpoint with draft_checkpoint (an engine's
+        config names the head it loads; optimal-gamma and speedup model one from the target's shape and need none);
+        the known eagle3 heads for llama targets: yuhuili/EAGLE3-LLaMA3.3-Instruct-70B (trained on llama-3.3-70b),
+        yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (trained on llama-3.1-8b)
+        """
+        from specsim.describe.models import get_model
+        from specsim.speculation.acceptance_data import target_family
+
+        family = target_family(target)
+        mine = float(target.total_params)
+        kin = [
+            (abs(np.log(float(get_model(name).total_params) / mine)), head, name)
+            for name, head in self.checkpoints.items()
+            if family is not None and target_family(get_model(name)) == family
+        ]
+        known = (
+            f"the known {self.kind} heads for {family} targets: "
+            + ", ".join(f"{head} (trained on {name})" for _, head, name in sorted(kin))
+            if kin
+            else f"none is known for {'its family' if family is None else f'a {family} target'}"
+        )
+        return (
+            f"no published {self.kind} head is known for {target.name}; give its checkpoint with "
+            f"{given_as('draft_checkpoint')} "
+            "(an engine's config names the head it loads; optimal-gamma and speedup model one from the target's shape "
+            f"and need none); {known}"
+        )
 
     def with_step_model(self, model: ModelShape) -> "Drafter":
         """The same drafter running another network (another TP size or dtype of it)."""
