@@ -598,6 +598,21 @@ def test_a_load_whose_engine_cannot_hold_one_request_is_refused_in_one_line(caps
     assert run(capsys, *argv, "--output-len", "1000", "--engine", "vllm")[0] == 0
 
 
+def test_a_target_too_big_for_one_gpu_at_a_load_leads_with_the_smallest_tp_that_fits(capsys):
+    # Llama-3.1-70B in bf16 (141 GB) on one H100 without --tp: the one line starts with what to do, the detail after;
+    # --tp 2 is the smallest that holds it, its EAGLE-3 head and one request of 2,300 tokens (and it answers).
+    argv = ["optimal-gamma", "--target", "llama-3.1-70b", "--draft", "eagle3", "--hardware", "h100", "--concurrency"]
+    argv += ["64", "--input-len", "2000", "--output-len", "300", "--engine", "vllm@0.24.0"]
+    code, out, err = run(capsys, *argv)
+    (line,) = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert line.startswith(
+        "specsim optimal-gamma: error: give --tp 2, the smallest that holds llama-3.1-70b and its draft with one request "
+        "here (or a smaller --weight-dtype, or --memory-util): llama-3.1-70b does not fit on h100-sxm: the weights take"
+    )
+    assert run(capsys, *argv, "--tp", "2")[0] == 0
+
+
 def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_of_it_is_refused(capsys):
     # At 0.227 of an H100's memory the 8B target and vLLM's start-up leave room for its users but not for the draft's
     # weights: the answer at a load does not speculate, says why in a note; a fixed gamma cannot run and is refused in

@@ -287,11 +287,19 @@ def reserved_context(context: int, max_context: int | None) -> int:
 
 
 def no_room_said(
-    dep: Deployment, speculating: bool, free: float, basis: str, need: float | None = None, context: float = 0.0
+    dep: Deployment,
+    speculating: bool,
+    free: float,
+    basis: str,
+    need: float | None = None,
+    context: float = 0.0,
+    fits_at: int | None = None,
 ) -> str:
     """One line for an engine that cannot hold a request beside its weights: ``free`` bytes per GPU left for the KV
     cache (negative: the weights take more than the share leaves them), ``need`` a request's bytes at ``context`` tokens
-    where known, ``basis`` the share's rule; what to change.  The one wording of it (the answers at a load, serve-sim)."""
+    where known, ``basis`` the share's rule; what to change, first where ``fits_at`` (the smallest tensor-parallel size
+    that holds one request, :func:`smallest_fitting_tp`) is known.  The one wording of it (the answers at a load,
+    serve-sim)."""
     what = f"{dep.target.name} with {dep.drafter.name}" if speculating else dep.target.name
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else dep.hardware.name
     if free < 0:
@@ -305,6 +313,12 @@ def no_room_said(
         said = (
             f"{what} on {where} leaves {free / 1e9:.2f} GB per GPU for the KV cache beside the weights, less than one "
             f"request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB)"
+        )
+    if fits_at is not None and fits_at > dep.target.tp:
+        held = f"{dep.target.name}{' and its draft' if dep.drafter is not None else ''} with one request"
+        return (
+            f"give --tp {fits_at}, the smallest that holds {held} here (or a smaller --weight-dtype, or --memory-util): "
+            f"{said}; the engine's share of memory: {basis}"
         )
     return (
         f"{said}; the engine's share of memory: {basis}; give a larger --tp, a smaller --weight-dtype, or --memory-util"

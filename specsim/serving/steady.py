@@ -348,13 +348,16 @@ def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: flo
     """Refuse a load answer whose plain engine cannot hold one request of these lengths beside the weights: an engine
     that cannot start has no TPOT to give.  A speculating engine without that room is answered, its gammas marked
     "no room" (:func:`engine_population`), and the answer then does not speculate."""
-    from specsim.serving.capacity import memory_share, no_room_said, sequence_kv_bytes
+    from specsim.serving.capacity import memory_share, no_room_said, sequence_kv_bytes, smallest_fitting_tp
 
     context = input_tokens + output_tokens / 2.0
     need = float(sequence_kv_bytes(dep, context, with_draft=False))
     if kv[0] < need:
         basis = memory_share(dep, share, limits.max_batched_tokens, limits.max_num_seqs).where
-        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context))
+        fits_at = smallest_fitting_tp(
+            dep, max(round(input_tokens + output_tokens), 1), share, 1, limits.max_batched_tokens, limits.max_num_seqs
+        )
+        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context, fits_at))
 
 
 def served_state(
