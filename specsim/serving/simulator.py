@@ -45,7 +45,7 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_GAMMA, check_int, is_real
 from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
-from specsim.serving.capacity import capacity, no_room_said, sequence_kv_bytes
+from specsim.serving.capacity import capacity, fitting_tp_for, no_room_said, sequence_kv_bytes
 from specsim.serving.kv_blocks import KvBlocks
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, deepest_gamma, past_capacity, summarize_runs
 from specsim.serving.steady import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS, EngineLimits, iteration_s
@@ -768,7 +768,8 @@ def serve_compare(
     )
     for speculating, free in ((False, cap.free_bytes_without_draft), (True, cap.free_bytes_with_draft)):
         if free <= 0:
-            raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis))
+            fits_at = fitting_tp_for(dep, cap)
+            raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis, fits_at=fits_at))
     table = _shared(
         shared,
         ("table", most, max_context, gmax, limits.max_batched_tokens),
