@@ -81,6 +81,17 @@ def test_the_default_line_names_the_size_it_was_measured_on_where_the_targets_di
     assert "measured on llama-3.1-8b (8.0B parameters); assumed: it holds for this 70.6B target" in line
 
 
+def test_each_drafters_own_default_names_the_family_of_the_model_it_was_measured_on():
+    # P-EAGLE inherited the EAGLE-3 head's ("llama", "chat") and Llama-3.1-8B though its default is GPT-OSS-20B's
+    from specsim.speculation.drafters import DRAFTERS, PEagleHead
+
+    for kind, cls in DRAFTERS.items():
+        if cls.published_target is not None and cls.published_for is not None and cls.published_for[0] != "*":
+            assert target_family(get_model(cls.published_target)) == cls.published_for[0], kind
+    on_llama = resolve(PEagleHead, get_model("llama-3.1-8b"), "chat", 1128)
+    assert on_llama.fell_back and "measured on gpt-oss-20b (20.9B parameters)" in on_llama.label
+
+
 def test_ngram_reads_its_rows_and_refuses_where_none_is_published():
     edit = resolve(NgramDrafter, get_model("qwen3-8b"), "code-editing", 1128)  # PR #24344's code editing, any target
     assert not edit.fell_back and edit.acceptance.cumulative == NgramDrafter.published()[0].cumulative

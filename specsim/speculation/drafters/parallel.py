@@ -74,6 +74,9 @@ class PEagleHead(_OnePass, Eagle3Head):
     #: The most tokens a P-EAGLE head is trained to draft: the GPT-OSS-20B head's 10 (vLLM blog; the 120B head's is 8).
     trained_steps: ClassVar[int] = 10
     published_short: ClassVar[str] = "MT-Bench K=7, vLLM P-EAGLE blog"
+    #: Its default is published_lengths[0]'s (not the EAGLE-3 head's Llama-3.1-8B it would inherit).
+    published_for: ClassVar[tuple[str, str] | None] = ("gpt-oss", "chat")
+    published_target: ClassVar[str | None] = "gpt-oss-20b"
     published_lengths: ClassVar[tuple] = (
         PublishedLength("gpt-oss-20b", "MT-Bench", 7, 3.70, "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0"),
         PublishedLength("gpt-oss-20b", "MT-Bench", 3, 2.87, "vLLM blog 2026-03-13-p-eagle.md, B200, T = 0"),
