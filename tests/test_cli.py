@@ -600,7 +600,8 @@ def test_a_load_whose_engine_cannot_hold_one_request_is_refused_in_one_line(caps
 
 def test_a_target_too_big_for_one_gpu_at_a_load_leads_with_the_smallest_tp_that_fits(capsys):
     # Llama-3.1-70B in bf16 (141 GB) on one H100 without --tp: the one line starts with what to do, the detail after;
-    # --tp 2 is the smallest that holds it, its EAGLE-3 head and one request of 2,300 tokens (and it answers).
+    # --tp 2 is the smallest that holds it, its EAGLE-3 head and one request of 2,300 tokens (and it answers), --tp 4
+    # the smallest that holds the 64 users' requests at once.
     argv = ["optimal-gamma", "--target", "llama-3.1-70b", "--draft", "eagle3", "--hardware", "h100", "--concurrency"]
     argv += ["64", "--input-len", "2000", "--output-len", "300", "--engine", "vllm@0.24.0"]
     code, out, err = run(capsys, *argv)
@@ -608,7 +609,8 @@ def test_a_target_too_big_for_one_gpu_at_a_load_leads_with_the_smallest_tp_that_
     assert code == 2 and out == ""
     assert line.startswith(
         "specsim optimal-gamma: error: give --tp 2, the smallest that holds llama-3.1-70b and its draft with one request "
-        "here (or a smaller --weight-dtype, or --memory-util): llama-3.1-70b does not fit on h100-sxm: the weights take"
+        "here (--tp 4 holds all 64 at once; or a smaller --weight-dtype, or --memory-util): llama-3.1-70b does not fit "
+        "on h100-sxm: the weights take"
     )
     assert run(capsys, *argv, "--tp", "2")[0] == 0
 

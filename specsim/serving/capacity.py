@@ -294,12 +294,14 @@ def no_room_said(
     need: float | None = None,
     context: float = 0.0,
     fits_at: int | None = None,
+    fits_all: tuple[int, int | None] | None = None,
 ) -> str:
     """One line for an engine that cannot hold a request beside its weights: ``free`` bytes per GPU left for the KV
     cache (negative: the weights take more than the share leaves them), ``need`` a request's bytes at ``context`` tokens
     where known, ``basis`` the share's rule; what to change, first where ``fits_at`` (the smallest tensor-parallel size
-    that holds one request, :func:`smallest_fitting_tp`) is known.  The one wording of it (the answers at a load,
-    serve-sim)."""
+    that holds one request, :func:`smallest_fitting_tp`) is known, with ``fits_all`` (users at once, the smallest size
+    that holds them all, None: none in a node) where the question names its users.  The one wording of it (the answers
+    at a load, serve-sim)."""
     what = f"{dep.target.name} with {dep.drafter.name}" if speculating else dep.target.name
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else dep.hardware.name
     if free < 0:
@@ -316,8 +318,17 @@ def no_room_said(
         )
     if fits_at is not None and fits_at > dep.target.tp:
         held = f"{dep.target.name}{' and its draft' if dep.drafter is not None else ''} with one request"
+        users, tp_all = fits_all if fits_all is not None and fits_all[0] > 1 else (1, fits_at)
+        more = (
+            ""
+            if tp_all == fits_at
+            else f"no tensor-parallel size in a node holds all {users:,} at once; "
+            if tp_all is None
+            else f"--tp {tp_all} holds all {users:,} at once; "
+        )
         return (
-            f"give --tp {fits_at}, the smallest that holds {held} here (or a smaller --weight-dtype, or --memory-util): "
+            f"give --tp {fits_at}, the smallest that holds {held} here ({more}or a smaller --weight-dtype, or "
+            f"--memory-util): "
             f"{said}; the engine's share of memory: {basis}"
         )
     return (

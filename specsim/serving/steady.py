@@ -344,7 +344,9 @@ class NoRoom(ValueError):
     """The engine cannot hold one request beside the weights (:func:`served_state`'s refusal)."""
 
 
-def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: float, share, limits) -> None:
+def _require_one_request(
+    dep, kv: tuple, input_tokens: float, output_tokens: float, share, limits, users: int | None = None
+) -> None:
     """Refuse a load answer whose plain engine cannot hold one request of these lengths beside the weights: an engine
     that cannot start has no TPOT to give.  A speculating engine without that room is answered, its gammas marked
     "no room" (:func:`engine_population`), and the answer then does not speculate."""
@@ -354,10 +356,12 @@ def _require_one_request(dep, kv: tuple, input_tokens: float, output_tokens: flo
     need = float(sequence_kv_bytes(dep, context, with_draft=False))
     if kv[0] < need:
         basis = memory_share(dep, share, limits.max_batched_tokens, limits.max_num_seqs).where
-        fits_at = smallest_fitting_tp(
-            dep, max(round(input_tokens + output_tokens), 1), share, 1, limits.max_batched_tokens, limits.max_num_seqs
-        )
-        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context, fits_at))
+        longest = max(round(input_tokens + output_tokens), 1)
+        fits = [
+            smallest_fitting_tp(dep, longest, share, n, limits.max_batched_tokens, limits.max_num_seqs)
+            for n in (1, users or 1)
+        ]
+        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context, fits[0], (users or 1, fits[1])))
 
 
 def served_state(
@@ -395,8 +399,9 @@ def served_state(
         limits.max_num_seqs,
         limits.spec_max_num_seqs,
     )
+    users = int(np.ceil(np.max(loads))) if kind != "rate" else None  # a concurrency's or a batch's sequences at once
     _require_one_request(
-        dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), memory_utilization, limits
+        dep, kv, float(np.mean(input_tokens)), float(np.mean(output_tokens)), memory_utilization, limits, users
     )
     state = steady_state(
         dep,
