@@ -75,6 +75,8 @@ def test_the_default_line_names_the_size_it_was_measured_on_where_the_targets_di
     assert "measured on" not in resolve(Eagle3Head, get_model("llama-3.1-8b"), "chat", 1128).label  # its own size
     assert "measured on" not in resolve(Eagle3Head, get_model("qwen3-8b"), "chat", 1128).label  # a row of Qwen3-8B
     assert "measured on qwen3-8b" in resolve(Eagle3Head, get_model("qwen3-32b"), "chat", 1128).label
+    # a row that writes its model as the Hub does (SpecDecode-Bench's "Llama-3.1-8B-Instruct") is found in the catalog
+    assert "measured on llama-3.1-8b (8.0B" in resolve(NgramDrafter, get_model("llama-3.1-70b"), "chat", 2150).label
     argv = "optimal-gamma --target llama-3.1-70b --draft eagle3 --tp 4 --hardware h100 --batch 64".split()
     assert main(argv) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("alpha 0.744")]

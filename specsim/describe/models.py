@@ -46,6 +46,7 @@ __all__ = [
     "builtin_model_names",
     "catalog_draft",
     "catalog_entry",
+    "catalog_name",
     "format_count",
     "get_model",
     "model_from_hf_config",
@@ -85,6 +86,20 @@ def _hub_ids() -> dict[str, str]:
         out[hub] = name
         out.setdefault(hub.removesuffix("-instruct"), name)
     return out
+
+
+def catalog_name(published: str) -> str | None:
+    """The built-in checkpoint a source names: a built-in name (any case), a Hugging Face ID, or an ID's name without
+    its organisation, with or without "-Instruct" (papers and issues write "Llama-3.1-8B-Instruct"); None if none.
+
+    >>> catalog_name("Llama-3.1-8B-Instruct"), catalog_name("Qwen3-8B"), catalog_name("some-model")
+    ('llama-3.1-8b', 'qwen3-8b', None)
+    """
+    text = str(published).lower()
+    if text in set(builtin_model_names()):
+        return text
+    tails = {hub.rsplit("/", 1)[-1]: name for hub, name in _hub_ids().items()}
+    return _hub_ids().get(text) or tails.get(text) or tails.get(text.removesuffix("-instruct"))
 
 
 def catalog_entry(name: str) -> dict | None:

@@ -358,14 +358,12 @@ def size_note(measured: str | None, target) -> str:
     >>> size_note("llama-3.1-8b", get_model("llama-3.1-8b")), size_note(None, get_model("llama-3.1-70b"))
     ('', '')
     """
-    from specsim.describe.models import get_model
+    from specsim.describe.models import catalog_name, get_model
 
-    if measured is None or target is None:
+    name = None if measured is None else catalog_name(measured)
+    if name is None or target is None:
         return ""
-    try:
-        on = get_model(measured)
-    except (KeyError, ValueError):
-        return ""
+    on = get_model(name)
     mine, theirs = float(target.total_params), float(on.total_params)
     if abs(mine / theirs - 1.0) <= 0.10:
         return ""
