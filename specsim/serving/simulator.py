@@ -768,8 +768,7 @@ def serve_compare(
     )
     for speculating, free in ((False, cap.free_bytes_without_draft), (True, cap.free_bytes_with_draft)):
         if free <= 0:
-            fits_at = fitting_tp_for(dep, cap)
-            raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis, fits_at=fits_at))
+            raise ValueError(no_room_said(dep, speculating, free, cap.memory_basis, fits_at=fitting_tp_for(dep, cap)))
     table = _shared(
         shared,
         ("table", most, max_context, gmax, limits.max_batched_tokens),
