@@ -682,6 +682,42 @@ def test_a_run_the_kv_cache_cannot_hold_is_predicted_at_the_users_it_holds(dep):
     np.testing.assert_array_equal(t_bounded[~kv_bound], t_reserved[~kv_bound])
 
 
+def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_alone_decide_again(dep, monkeypatch):
+    """A closed loop's preemption charge (specsim.serving.preemption, the runs and a prompt's time alone) and its first
+    burst's clustering (steady.burst_clustering, a sum over 64 harmonics of the population) were computed again at
+    every residual a fit evaluates, most of which step in the engine's terms alone (with the Jacobian's columns): 18%
+    of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU time.  Now each is made once for them; the times
+    are the same to the bit."""
+    import specsim.calibration.model as run_model
+    from specsim.serving import steady
+
+    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,))
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=())
+    model.settle(values)
+    index = np.arange(len(runs))
+    calls = {"charge": 0, "sinc": 0}
+
+    def counted(name, f):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return f(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(run_model, "closed_loop_charge", counted("charge", run_model.closed_loop_charge))
+    monkeypatch.setattr(steady.np, "sinc", counted("sinc", np.sinc))
+    steps = [dataclasses.replace(values, iteration_s=TRUE_ITER_S * (1.0 + k / 10.0)) for k in range(5)]
+    times = [model.times(v, index) for v in steps]
+    assert calls["charge"] == 1 and calls["sinc"] <= 1, calls
+    # the times as a model that kept nothing makes them
+    for v, t in zip(steps, times):
+        fresh = RunModel(dep, runs)
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""
