@@ -718,6 +718,33 @@ def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_
             np.testing.assert_array_equal(t[key], got, err_msg=key)
 
 
+def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_round_again(dep, monkeypatch):
+    """The decoding steps of a fit's runs depend on the efficiency scale, the iteration terms and the round's host terms
+    alone, but every residual composed its rounds' host work again, also where it stepped in a sweep's acceptance or
+    the prefill efficiency (the Jacobian's columns of those).  Now the steps are kept until the batches are settled
+    again: the rounds of five such points are composed at the first alone, and their times are those of a model that kept
+    nothing."""
+    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,), pinned=False)
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=(0.72,) * len(model.sweeps))
+    model.settle(values)
+    index = np.arange(len(runs))
+    calls = []
+    composed = Deployment.round_host
+    monkeypatch.setattr(Deployment, "round_host", lambda *a, **k: calls.append(1) or composed(*a, **k))
+    points = [dataclasses.replace(values, alphas=(0.7 + k / 100.0,) * len(model.sweeps)) for k in range(3)]
+    points += [dataclasses.replace(values, prefill_scale=1.0 + k / 10.0) for k in (1, 2)]
+    times = [model.times(points[0], index)]
+    first = len(calls)  # the rounds' passes (Deployment.round_time) and their host work at the first point
+    times += [model.times(v, index) for v in points[1:]]
+    assert first > 0 and len(calls) == first
+    for v, t in zip(points, times):
+        fresh = RunModel(dep, runs)
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""

@@ -401,7 +401,20 @@ class RunModel:
     def steps_s(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(step at the batch, step at the own batch, step at the nudged batch) of runs ``index``: a decode step with
         the engine's iteration terms, or a round with its host work composed by the round itself (serial, or hidden as
-        the engine version hides it)."""
+        the engine version hides it); read-only, cached until the batches are settled again.  They depend on the
+        efficiency scale, the iteration terms and the round's host terms and hidden share alone: a fit's steps in an
+        acceptance or the prefill efficiency (the Jacobian's columns) ask for the same ones.  Keyed by repr, as
+        :meth:`times` is."""
+        named = (values.scale, values.iteration_s, values.iteration_seq_s, values.host, values.share)
+        key = ("steps", repr(named), index.tobytes())
+        if key not in self._cache:
+            steps = self._steps_at(values, index)
+            for a in steps:
+                a.flags.writeable = False
+            self._cache[key] = steps
+        return self._cache[key]
+
+    def _steps_at(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self._passes(values)
         b, own_b = np.maximum(self.batch[index], 1.0), np.maximum(self.batch_own[index], 1.0)
         step = p["decode"][index] + values.iteration_s + values.iteration_seq_s * b
