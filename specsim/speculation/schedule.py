@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
-from specsim.speculation.deployment import Deployment
+from specsim.speculation.deployment import Deployment, speedup_of
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 
 __all__ = [
@@ -339,7 +339,7 @@ def zero_k_speedup(dep: Deployment, alpha: float, batch: np.ndarray, context: in
     taken as one draft step (t_D), the engine's host work at K = 0 not counted."""
     one = dep.outcome(alpha, 1, batch, context)
     t_target = np.asarray(one.target.total_s, dtype=float)
-    return t_target / (t_target + np.asarray(one.draft.total_s, dtype=float))
+    return speedup_of(1.0, t_target, t_target + np.asarray(one.draft.total_s, dtype=float))  # one token a round
 
 
 def _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain) -> tuple[np.ndarray, np.ndarray]:
