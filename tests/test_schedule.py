@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -979,9 +980,39 @@ def _vllm_dynamic_sd_lookup(config: dict, max_num_seqs: int) -> np.ndarray:
 
 def _zero_k(dep, batch):
     """A written vLLM schedule's K = 0 at ``batch``: the decode step and one draft step (vLLM runs the drafter's first
-    pass at K = 0: OFF_RUNS_DRAFT_PASS), over the decode step."""
+    pass at K = 0: OFF_RUNS_DRAFT_PASS) with the launch of that pass on the host (the preset's step_s, OFF_HOST_WORK),
+    hidden by the share the preset hides, over the decode step."""
     one = dep.outcome(0.8, 1, batch, 1128)
-    return one.target.total_s / (one.target.total_s + one.draft.total_s)
+    passes = one.target.total_s + one.draft.total_s + one.round.graphless_s
+    launch, hidden = dep.engine.spec.step_s, dep.engine.hidden_share(dep.drafter.overlap_kind)
+    return one.target.total_s / (np.maximum(passes, hidden * launch) + (1 - hidden) * launch)
+
+
+@pytest.mark.parametrize("engine", ["vllm@0.27.0", "vllm@0.24.0"])
+def test_k_0_is_charged_its_draft_pass_and_that_pass_s_launch_on_the_host(engine):
+    """vLLM at K = 0 schedules no drafted token, runs the plain sampler and launches the drafter's first pass without
+    sampling it (vllm.OFF_HOST_WORK, read in 0.24.0 and 0.34.0): of the preset's round host terms it pays one launched
+    step (step_s) and nothing per round or per sequence, serially where the release runs draft-model rounds serially
+    (0.24-0.27), and that pass without a CUDA graph where the release runs the draft model so (0.24.0).  Only one draft
+    step, the host work left out, was charged before: 0.581x at batch 1 where this is 0.512x (gpt-oss-120b, vllm@0.27.0)."""
+    from specsim.speculation.schedule import zero_k_speedup
+
+    dep = Deployment.build("h200", "gpt-oss-120b", "gpt-oss-20b", engine=engine)
+    assert dep.engine.hidden_share(dep.drafter.overlap_kind) == 0.0 and dep.engine.spec.step_s > 0
+    batch = np.arange(1, 257.0)
+    one = dep.outcome(0.8, 1, batch, 1128)
+    t_target = one.target.total_s
+    expected = t_target / (t_target + one.draft.total_s + one.round.graphless_s + dep.engine.spec.step_s)
+    got = zero_k_speedup(dep, 0.8, batch, 1128)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(got, _zero_k(dep, batch), rtol=1e-12)
+    # Nothing per sequence: a preset whose per-sequence and per-round terms are large charges K = 0 the same.
+    heavy = dataclasses.replace(dep.engine.spec, round_s=5e-3, seq_s=50e-6, seq_step_s=50e-6)
+    other = dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, spec=heavy))
+    np.testing.assert_allclose(zero_k_speedup(other, 0.8, batch, 1128), got, rtol=1e-12)
+    # n-gram launches no pass: K = 0 is plain decoding.
+    lookup = Deployment.build("h200", "llama-3.1-8b", "ngram", engine=engine)
+    np.testing.assert_array_equal(zero_k_speedup(lookup, 0.8, batch, 1128), 1.0)
 
 
 def test_a_vllm_schedule_turns_speculation_on_at_the_batches_where_it_pays(capsys):

@@ -115,10 +115,16 @@ class SpecHost:
         for key in TERMS:
             _check_term(owner, key, getattr(self, key))
 
-    def seconds(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
+    def seconds(self, batch: object, steps: object, seq_steps: object = None, proposes: bool = True) -> np.ndarray:
         """H(b, s) = round_s + s * step_s + b * seq_s + b * s' * seq_step_s, broadcast over batch, steps and
-        ``seq_steps`` s' (default ``steps``; an n-gram proposal's length, which launches no draft step)."""
+        ``seq_steps`` s' (default ``steps``; an n-gram proposal's length, which launches no draft step).
+
+        ``proposes`` False: ``steps`` draft passes launched that propose no token (vLLM's batch at K = 0, which runs the
+        drafter's first pass and returns before sampling it), s * step_s alone: no drafted token to verify, so no
+        rejection sampler or accepted lengths (round_s), none scheduled per sequence (seq_s, seq_step_s)."""
         b, s = np.asarray(batch, dtype=float), np.asarray(steps, dtype=float)
+        if not proposes:
+            return np.broadcast_to(s * self.step_s, np.broadcast(b, s).shape).astype(float)
         per_seq = s if seq_steps is None else np.asarray(seq_steps, dtype=float)
         return self.round_s + s * self.step_s + b * self.seq_s + b * per_seq * self.seq_step_s
 
@@ -342,9 +348,9 @@ class EnginePreset:
             return self.iteration_s
         return self.iteration_s + self.iteration_seq_s * np.asarray(batch, dtype=float)
 
-    def round_host(self, batch: object, steps: object, seq_steps: object = None) -> np.ndarray:
-        """H(b, s): the host seconds a round adds (:class:`SpecHost`)."""
-        return self.spec.seconds(batch, steps, seq_steps)
+    def round_host(self, batch: object, steps: object, seq_steps: object = None, proposes: bool = True) -> np.ndarray:
+        """H(b, s): the host seconds a round adds (:class:`SpecHost`; ``proposes`` False: passes that propose none)."""
+        return self.spec.seconds(batch, steps, seq_steps, proposes)
 
     def describe(self) -> str:
         if self.name == "none":

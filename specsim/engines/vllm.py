@@ -44,6 +44,7 @@ __all__ = [
     "ROCM_SPEC",
     "VllmBench",
     "PER_BATCH_SINCE",
+    "OFF_HOST_WORK",
     "RISING_WHERE",
     "check_vllm_pair",
     "draft_tp",
@@ -315,7 +316,23 @@ RISING_WHERE = (
 OFF_RUNS_DRAFT_PASS = (
     "vLLM runs the drafter's first pass at K = 0 to keep its KV cache in sync (0.24.0 "
     "v1/spec_decode/llm_base_proposer.py L538-547; 0.34.0 v1/worker/gpu/spec_decode/standalone_ar/speculator.py "
-    "L425-439): specsim's schedule per batch charges it one draft step (zero_k_speedup), at loads nothing"
+    "L425-439): specsim's schedule per batch charges it one draft step and its launch's host work (zero_k_speedup), at "
+    "loads nothing"
+)
+#: What else a batch at K = 0 does on the host, read in 0.24.0 and 0.34.0: no drafted token is scheduled (0.24.0
+#: v1/core/sched/scheduler.py L583-598 schedules none from the empty placeholders async_scheduler.py L22-25 set at K = 0),
+#: so no spec-decode metadata is built and the plain sampler runs, not the rejection sampler (0.24.0
+#: v1/worker/gpu_model_runner.py L2161-2170 and _sample L3592-3596; 0.34.0 v1/worker/gpu/model_runner.py L1749-1751); the
+#: proposer prepares and launches its first pass and returns before sampling from it (0.24.0
+#: v1/spec_decode/llm_base_proposer.py L538-547; 0.34.0 target_dependent_ar/speculator.py L245-252 skips the sample,
+#: standalone_ar/speculator.py L436-439 returns before the further steps); n-gram returns before its scan at k <= 0
+#: (0.24.0 v1/spec_decode/ngram_proposer.py L226-228).  So of a round's host terms (SpecHost) K = 0 pays one launched
+#: draft step's, step_s, and none of round_s, seq_s or seq_step_s (:meth:`specsim.engines.SpecHost.seconds`, proposes
+#: False).
+OFF_HOST_WORK = (
+    "at K = 0 vLLM schedules no drafted token and runs the plain sampler, not the rejection sampler (0.24.0 "
+    "v1/worker/gpu_model_runner.py L2161-2170, L3592-3596; 0.34.0 v1/worker/gpu/model_runner.py L1749-1751): the "
+    "drafter's pass is charged one draft step's launch (the preset's per-step host term), nothing per sequence"
 )
 
 

@@ -803,19 +803,20 @@ class Deployment:
         ``steps`` draft tokens (zero on the GPU for a drafter that runs no network)."""
         self._require_drafter()
         tokens = self.drafter.draft_tokens(np.asarray(steps, dtype=float), width) if tokens is None else tokens
-        gpu = self.drafter.draft_pass(self, batch, tokens, context)
-        if gpu is None:
+        if (gpu := self.drafter.draft_pass(self, batch, tokens, context)) is None:
             return DraftStep(_zero_like(self.gpu_pass(self.target, batch, 1, context)), 0.0)
         return DraftStep(gpu, self.engine.collectives_s(self.draft))
 
     def round_fixed(self, batch: object, context: object, verify_tokens: object) -> RoundFixed:
         """t_fixed: the verification of ``verify_tokens`` per sequence and everything else a round pays once."""
         self._require_drafter()
-        e, d = self.engine, self.drafter
         verify = self.gpu_pass(self.target, batch, verify_tokens, context)
         # A head re-reads the verified tokens to get the next round's hidden states; n-gram scans on the host, or in
         # kernels on the GPU where the engine runs it there (then after the verification, whose tokens it reads).
-        extend, (host, lookup) = d.extend(self, batch, verify_tokens, context), drafter_lookup_s(self, batch, context)
+        extend, (host, lookup) = (
+            self.drafter.extend(self, batch, verify_tokens, context),
+            drafter_lookup_s(self, batch, context),
+        )
         fixed = verify.total_s
         if np.any(host):
             fixed = fixed + host
@@ -824,21 +825,41 @@ class Deployment:
         if extend is not None:
             fixed = fixed + extend.total_s
         # e_iter + b e_seq + c_T + c_X, in that order; c_T and c_X kept apart for the round's parts
-        collectives = (e.collectives_s(self.target), e.collectives_s(self.draft) if extend is not None else 0.0)
-        engine_s = e.iteration_time(batch) + collectives[0] + collectives[1]
+        collectives = (
+            self.engine.collectives_s(self.target),
+            self.engine.collectives_s(self.draft) if extend is not None else 0.0,
+        )
+        engine_s = self.engine.iteration_time(batch) + collectives[0] + collectives[1]
         fixed = fixed + engine_s if np.any(engine_s) else fixed
         return RoundFixed(verify, extend, host, engine_s, fixed, lookup, collectives)
 
-    def round_host(self, batch: object, steps: object, draft_width: object = 1) -> tuple[np.ndarray, float]:
+    def round_host(
+        self, batch: object, steps: object, draft_width: object = 1, proposes: bool = True
+    ) -> tuple[np.ndarray, float]:
         """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
         version overlaps with the GPU for this drafter and draft width (0: serial).  n-gram lookup launches no draft
-        step; its ``steps`` proposed tokens carry the per-sequence work of steps."""
+        step; its ``steps`` proposed tokens carry the per-sequence work of steps.  ``proposes`` False: the steps are
+        launched but propose no token (a batch at K = 0 whose engine still runs the drafter's pass:
+        :func:`specsim.speculation.schedule.zero_k_speedup`), their launches alone (:meth:`specsim.engines.SpecHost.
+        seconds`)."""
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
-        launched = self.drafter.launched_steps(steps)
         return (
-            self.engine.round_host(batch, launched, self.drafter.host_steps(steps)),
+            self.engine.round_host(batch, self.drafter.launched_steps(steps), self.drafter.host_steps(steps), proposes),
             self.engine.hidden_share(self.drafter.overlap_kind, draft_width),
+        )
+
+    def zero_k_round_s(self, batch: object, context: object = DEFAULT_CONTEXT_TOKENS) -> np.ndarray:
+        """Seconds of an iteration at K = 0 where the engine still runs the drafter's first pass (vLLM from 0.24.0 inside
+        a per-batch schedule: :data:`specsim.engines.vllm.OFF_RUNS_DRAFT_PASS`): the decode step, that pass as one draft
+        step (and what it adds without a CUDA graph where the engine runs it so), and its launch on the host, a draft
+        step that proposes no token (:meth:`round_host`, ``proposes`` False: :data:`specsim.engines.vllm.OFF_HOST_WORK`),
+        hidden by the share this engine version hides of a round's."""
+        return round_seconds(  # the decode step, the pass (without a CUDA graph where so), its launch: round_host's
+            1.0,
+            self.draft_step(batch, context).total_s,
+            self.decode(batch, context).total_s + graphless_draft_s(self, 1.0),
+            *self.round_host(batch, 1.0, 1, False),
         )
 
     def round_time(

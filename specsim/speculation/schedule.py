@@ -18,7 +18,8 @@ a list of ``[start_bs, end_bs, k]`` with inclusive ranges; ``k = 0`` turns
 speculation off in that range; ``num_speculative_tokens`` is the largest k.  Its validator takes any k >= 0 in any
 order, so a schedule for it may start off and rise (:func:`rising_gammas`; the others never rise:
 :func:`monotone_gammas`).  At k = 0 vLLM still runs the drafter's first pass (:data:`specsim.engines.vllm.
-OFF_RUNS_DRAFT_PASS`), which off here (speedup 1) does not charge.
+OFF_RUNS_DRAFT_PASS`) and launches it on the host (:data:`specsim.engines.vllm.OFF_HOST_WORK`), which off
+here (speedup 1) does not charge.
 
 TensorRT-LLM (PR NVIDIA/TensorRT-LLM#10860; ``get_draft_len_for_batch_size``
 in tensorrt_llm/_torch/speculative/utils.py and its unit tests):
@@ -333,13 +334,16 @@ def gamma_schedule(
 
 
 def zero_k_speedup(dep: Deployment, alpha: float, batch: np.ndarray, context: int) -> np.ndarray:
-    """Per batch, the speedup of a batch a written per-batch schedule gives K = 0: the target's decode step and the
+    """Per batch, the speedup of a batch a written per-batch schedule gives K = 0: the target's decode step, the
     drafter's one pass over the sequence's new token, which vLLM runs at K = 0 to keep the drafter's KV cache in sync
-    (:data:`specsim.engines.vllm.OFF_RUNS_DRAFT_PASS`); a drafter with no network (n-gram) runs none, 1.  The pass is
-    taken as one draft step (t_D), the engine's host work at K = 0 not counted."""
-    one = dep.outcome(alpha, 1, batch, context)
-    t_target = np.asarray(one.target.total_s, dtype=float)
-    return speedup_of(1.0, t_target, t_target + np.asarray(one.draft.total_s, dtype=float))  # one token a round
+    (:data:`specsim.engines.vllm.OFF_RUNS_DRAFT_PASS`), taken as one draft step (t_D, with what it adds where the
+    engine runs it without a CUDA graph), and the engine's host work for that pass: one launched draft step that
+    proposes no token, the preset's per-step host term alone, hidden as the preset hides a round's
+    (:meth:`~specsim.speculation.deployment.Deployment.zero_k_round_s`; :data:`specsim.engines.vllm.OFF_HOST_WORK`:
+    what else such a batch does on the host, read).  A drafter with no network (n-gram) launches none: 1.  ``alpha`` is
+    not used: K = 0 yields one token whatever the acceptance."""
+    t_target = np.asarray(dep.decode(batch, context).total_s, dtype=float)
+    return speedup_of(1.0, t_target, dep.zero_k_round_s(batch, context))  # one token a round
 
 
 def _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain) -> tuple[np.ndarray, np.ndarray]:
