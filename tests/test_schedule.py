@@ -1114,3 +1114,49 @@ def test_rising_gammas_is_the_cheapest_schedule_that_rises_to_one_peak_at_most()
         never = monotone_gammas(surface, rtol, pays)
         if sum(cost[g, j] for j, g in enumerate(never)) == pytest.approx(cheapest, abs=1e-12):
             assert np.all(np.diff(got) <= 0)
+
+
+def test_a_schedule_names_how_it_weighs_the_batch_sizes_or_loads_it_sums(capsys):
+    """Which schedule is written turns on summing each batch size's (or load's) shortfall below its own best with equal
+    weight (schedule.BATCH_WEIGHTS), an assumption no source backs: the output names it, per batch with the batch sizes
+    summed, at loads with the loads (the serving model gives each load its mean decode batch, no distribution), and not
+    for trees, where each batch takes its own best and nothing is summed.  The sum it names is the one the written
+    schedule minimises: of the dense pair's never-rising schedules on TensorRT-LLM, none falls less below the batches'
+    best summed alike (checked against every schedule one range's gamma away)."""
+    dense = ["schedule", "--hardware", "h200", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--max-batch"]
+    assert main(dense + ["256", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    said = "the schedule is, of those the engine takes, the one whose shortfalls below each batch size's best, summed "
+    assert [n for n in notes if n.startswith(said)] == [
+        said + "over batch sizes 1-256 weighed alike, are least (specsim's default: no source says how often an engine "
+        "runs at each; --concurrency or --rate schedule the decode batches those loads run at)"
+    ]
+    assert main(dense + ["64", "--format", "vllm"]) == 0
+    assert "summed over batch sizes 1-64 weighed alike" in capsys.readouterr().err
+    assert main(["schedule", "--concurrency", "1,64", "--input-len", "1000", "--output-len", "200", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert sum("summed over the 2 loads given weighed alike" in n for n in notes) == 1
+    assert not any("summed over batch sizes" in n for n in notes)
+    assert (
+        main(["schedule", "--draft", "eagle3", "--tree", "topk:2,depth:3,tokens:6", "--max-batch", "64", "--json"]) == 0
+    )
+    assert not any("weighed alike, are least" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    dep = Deployment.build("h200", "llama-3.1-8b", "llama-3.2-1b", engine="trtllm")
+    batch = np.arange(1, 257.0)
+    ranges = gamma_schedule(dep, 0.8, 256, 1128, rtol=0.0)
+    gamma = np.concatenate([[r.gamma] * (r.end_batch - r.start_batch + 1) for r in ranges])
+    surface = np.vstack([np.ones(256)] + [speedup(dep, 0.8, g, batch, 1128) for g in range(1, 9)])
+    best = surface.max(axis=0)
+
+    def summed(g):
+        return float(np.sum(1.0 - surface[g, np.arange(256)] / best))
+
+    for i, r in enumerate(ranges):
+        for step in (-1, 1):
+            other = gamma.copy()
+            other[r.start_batch - 1 : r.end_batch] = max(r.gamma + step, 0)
+            if np.all(np.diff(other) <= 0) and not (other[0] == 0 and i == 0):
+                assert summed(gamma) <= summed(other) + 1e-12
+    from specsim.speculation.schedule import BATCH_WEIGHTS
+
+    assert BATCH_WEIGHTS == "alike"

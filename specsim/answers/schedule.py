@@ -103,7 +103,7 @@ class ScheduleAnswer:
             out += self._off_their_best()
         elif self.tree is None:
             out += self._off_where_it_pays() + self._turns_on()
-        out += self._too_close()
+        out += self._too_close() + self._weights()
         out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
         past = sorted({r.gamma for r in self.ranges if self.tree is None and steps is not None and r.gamma > steps})
@@ -209,6 +209,27 @@ class ScheduleAnswer:
 
         zero = zero_k_speedup(self.deployment, self.acceptance, batch, self.context)
         return ScheduleRange(int(batch[0]), int(batch[-1]), 0, float(zero.min()), float(zero.max())).speedups
+
+    def _weights(self) -> list[str]:
+        """How the schedule weighs what it sums to choose (:data:`specsim.speculation.schedule.BATCH_WEIGHTS`): the batch
+        sizes, per batch, or the loads, alike; nothing where nothing is summed (one batch size or load, or trees, each
+        batch taking its own best)."""
+        from specsim.speculation.schedule import BATCH_WEIGHTS
+
+        if self.load is not None and len(self.load.loads) > 1:
+            return [
+                f"the schedule is, of those the engine takes, the one whose shortfalls below each load's best, summed "
+                f"over the {len(self.load.loads)} loads given weighed {BATCH_WEIGHTS}, are least (specsim's default: the serving model "
+                "gives each load its mean decode batch, not a distribution of batch sizes to weigh by; give the loads "
+                "your engine sees)"
+            ]
+        if self.load is not None or self.tree is not None or self.max_batch < 2:
+            return []
+        return [
+            f"the schedule is, of those the engine takes, the one whose shortfalls below each batch size's best, summed "
+            f"over batch sizes 1-{self.max_batch} weighed {BATCH_WEIGHTS}, are least (specsim's default: no source says how often an "
+            "engine runs at each; --concurrency or --rate schedule the decode batches those loads run at)"
+        ]
 
     def _too_close(self) -> list[str]:
         """The speculating ranges whose smallest predicted speedup is inside the model's measured error

@@ -63,6 +63,7 @@ from specsim.speculation.deployment import Deployment, speedup_of
 from specsim.speculation.search import optimal_gamma, optimal_tree, speedup
 
 __all__ = [
+    "BATCH_WEIGHTS",
     "DEFAULT_MAX_BATCH",
     "ScheduleRange",
     "batch_grid",
@@ -127,6 +128,14 @@ class ScheduleRange(_RangeText):
 DEFAULT_SCHEDULE_RTOL = 0.01
 #: Speculate where the predicted speedup is at least this (1: any predicted gain).
 DEFAULT_MIN_GAIN = 1.0
+#: How a schedule weighs the batch sizes (per batch) or the loads (at loads) whose shortfalls below their own best it
+#: sums to choose among the schedules an engine takes (:func:`monotone_gammas`, :func:`rising_gammas`, the choice
+#: between a written schedule and none in :func:`gamma_schedule`; :func:`load_gammas`): each alike.  It moves which
+#: schedule is written, and no source gives a better one: nothing tells how often an engine runs at each batch size,
+#: and at a load the serving model gives one decode batch, the steady state's time-weighted mean
+#: (:func:`specsim.serving.steady.steady_state`), not a distribution of batch sizes to weigh by.  Every schedule that
+#: sums says so (:meth:`specsim.answers.schedule.ScheduleAnswer.notes`).
+BATCH_WEIGHTS = "alike"
 
 
 def merge_ranges(ranges: list, labels: list | None = None) -> list:
