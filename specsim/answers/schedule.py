@@ -56,6 +56,9 @@ class ScheduleAnswer:
     #: Where the engine release the schedule is for lets it rise with the batch, the source that says so
     #: (:meth:`specsim.engines.engine.Engine.rising_schedule`); "": it never rises.
     rising: str = ""
+    #: Where the engine release takes a schedule that may rise back to its batch-1 length but writes no off tier, the
+    #: source that says so (:meth:`specsim.engines.engine.Engine.capped_rise`); "": not so.
+    capped: str = ""
 
     def __repr__(self) -> str:  # a notebook's echo: the schedule, not every field (ranges and to_dict hold the rest)
         def what(r) -> str:
@@ -80,6 +83,8 @@ class ScheduleAnswer:
         """How the schedule's gamma may change with batch, in words that follow "gamma": never rising, or, where the engine release takes
         a schedule that rises (:attr:`rising`), rising once (from off) then never again
         (:func:`specsim.speculation.schedule.rising_gammas`, per batch only)."""
+        if self.capped:
+            return "never exceeds its batch-1 value and, after batch 1, rises to one peak at most, then never again"
         if self.rising:
             return "rises with batch to one peak at most, then never again"
         return "never rises with batch"
@@ -102,7 +107,7 @@ class ScheduleAnswer:
             out += self._past_the_loads()
             out += self._off_their_best()
         elif self.tree is None:
-            out += self._off_where_it_pays() + self._turns_on()
+            out += self._capped_said() if self.capped else self._off_where_it_pays() + self._turns_on()
         out += self._too_close() + self._weights()
         out += self._line_notes(model_error(self.deployment)) if self.on_the_line else []
         steps = getattr(self.acceptance, "measured_steps", None)  # a calibration's acceptance knows its steps
@@ -201,6 +206,19 @@ class ScheduleAnswer:
             f"this schedule falls less below each one's best, so it is written; where your engine runs mostly where it "
             f"loses, leave speculation unset. The schedule may rise with batch: {self.rising}"
         ]
+
+    def _capped_said(self) -> list[str]:
+        """Where the engine release's schedule may rise back to its batch-1 length and writes no off tier
+        (:attr:`capped`): the rule's source, and where the schedule loses (below 1: every batch drafts at least 1)."""
+        if len(self.ranges) == 1 and self.ranges[0].gamma == 0:
+            return [
+                f"speculation is left unset: every schedule this engine release takes drafts at every batch size, and "
+                f"over batch sizes 1-{self.max_batch} weighed alike the best of them falls further below each one's "
+                f"best than plain decoding does ({self.capped})"
+            ]
+        losing = [f"gamma {r.gamma} at batch {r.batches}: {r.speedups}x" for r in self.ranges if r.min_speedup < 1.0]
+        where = f"; it loses at {'; '.join(losing)}, where no gamma pays and none is 0" if losing else ""
+        return [f"the schedule {self.rule}: {self.capped}{where}"]
 
     def _zero_k(self, batch: np.ndarray) -> str:
         """The speedups a written schedule's K = 0 gives at ``batch`` (:func:`specsim.speculation.schedule.
@@ -505,6 +523,7 @@ def schedule_answer(
     load=None,
     max_batch_from: str = "given",
     rising: str = "",
+    capped: str = "",
 ) -> ScheduleAnswer:
     """The schedule for batch sizes 1..``max_batch``: per batch at ``context`` tokens (chains up to ``gamma_max``, or
     trees within ``tree``'s bounds), or with ``load`` (a :func:`specsim.answers.load.load_answer`) each load's best
@@ -516,7 +535,8 @@ def schedule_answer(
     ``context`` in sequences and tokens; ``sibling`` the sibling factor of ``tree``'s acceptance, a ranked sibling's
     relative to the first, per rank (None: :data:`~specsim.speculation.acceptance.DEFAULT_SIBLING_FACTOR`); ``contexts`` more context lengths, in tokens, for the by-context table; ``rising``
     the source that lets the engine release's schedule rise with the batch ("": it never rises;
-    :meth:`specsim.engines.engine.Engine.rising_schedule`).
+    :meth:`specsim.engines.engine.Engine.rising_schedule`); ``capped`` the source that lets it rise back to its batch-1
+    length, no off tier written ("": not so; :meth:`specsim.engines.engine.Engine.capped_rise`).
 
     >>> from specsim.answers import deployment_capacity
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
@@ -539,11 +559,11 @@ def schedule_answer(
     if load is None:
         dep.require_drafts_within_positions(context, 0, given_as("context"))
     if load is not None or tree is not None:  # per batch only: at loads K = 0 is not charged (load_schedule)
-        rising = ""
+        rising = capped = ""
     if load is not None:
         judged = load_schedule(load, max_batch, min_gain, rtol, judge)
     elif tree is None:
-        judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge, rising)
+        judged = gamma_schedule(dep, acceptance, max_batch, context, gamma_max, min_gain, rtol, judge, rising, capped)
     else:
         judged = tree_schedule(dep, acceptance, tree, max_batch, context, min_gain, rtol, sibling, judge)
     judged, folded = fold_on_the_line(judged, error)
@@ -567,6 +587,7 @@ def schedule_answer(
         folded,
         min_gain,
         rising,
+        capped,
     )
 
 

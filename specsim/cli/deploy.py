@@ -100,6 +100,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         load=None if at is None else _load_answer(args, dep, acc, acc_label, *at, lengths),
         max_batch_from=args.max_batch_from,
         rising=_rising(args, engine, dep),
+        capped=_capped(args, engine, dep),
     )
     if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
         from specsim.cli.model import _print_load
@@ -181,6 +182,17 @@ def _rising(args: argparse.Namespace, engine, dep) -> str:
         return engine.rising_schedule(args.writer_version)
     named = named_release(dep.engine)
     return "" if named is None else REGISTRY[named[0]].rising_schedule(named[1])
+
+
+def _capped(args: argparse.Namespace, engine, dep) -> str:
+    """Where the engine release the schedule is for takes one that may rise back to its batch-1 length but no off tier,
+    the source that says so (:meth:`specsim.engines.engine.Engine.capped_rise`); the release is :func:`_rising`'s."""
+    from specsim.engines import named_release
+
+    if engine is not None:
+        return engine.capped_rise(args.writer_version, dep)
+    named = named_release(dep.engine)
+    return "" if named is None else REGISTRY[named[0]].capped_rise(named[1], dep)
 
 
 def _at_load_schedule(args: argparse.Namespace):

@@ -271,6 +271,12 @@ class Engine:
         (:func:`specsim.speculation.schedule.zero_k_speedup`)."""
         return ""
 
+    def capped_rise(self, version: tuple, dep) -> str:
+        """Where release ``version`` takes, for ``dep``'s drafter, a per-batch schedule that may fall and rise back but
+        never above its batch-1 length, and no off tier that specsim writes, the source that says so; "" elsewhere:
+        :func:`specsim.speculation.schedule.capped_gammas` takes the rule."""
+        return ""
+
     def fp8_cache_backend(self, hardware) -> str:
         """What this engine does with an FP8 KV cache on ``hardware`` that specsim does not model, in a clause that
         follows a semicolon ("": nothing specsim has read)."""

@@ -23,6 +23,7 @@ __all__ = [
     "UNSUPPORTED",
     "PLATFORMS",
     "ALIASES",
+    "CAPPED_RISE",
     "DRAFT_TARGET_SPELLINGS",
     "METRIC_NAMES",
     "NAME",
@@ -130,6 +131,18 @@ SCHEDULE_SINCE = (1, 3, 0)
 #: tensorrt_llm/_torch/speculative/interface.py): a 0-length tier there can silently collapse acceptance when the batch
 #: shrinks back (#16888, open), so specsim keeps them at 1 or more.
 ONE_MODEL_SCHEDULE = ("Eagle3", "MTP", "DraftTarget")
+#: Why a TensorRT-LLM one-model schedule may fall and rise back to its batch-1 length: DecodingBaseConfig's
+#: validate_draft_len_schedule_and_sort (tensorrt_llm/llmapi/llm_args.py, read in two stored states of NVIDIA/
+#: TensorRT-LLM: the #8194 form asks schedule[1] == max_draft_len, the later one the smallest key's length) asks of each
+#: entry a key >= 1 and a length >= 0, of the first tier max_draft_len and of every other at most max_draft_len, and
+#: nothing of their order; get_draft_len_for_batch_size (tensorrt_llm/_torch/speculative/utils.py) gives a batch the
+#: length of the smallest key at or above it, 0 past the largest.  specsim writes no 0-length tier there (#16888), so
+#: every batch drafts at least 1.
+CAPPED_RISE = (
+    "TensorRT-LLM's draft_len_schedule takes any length up to max_draft_len, the batch-1 tier's, in any order "
+    "(validate_draft_len_schedule_and_sort, tensorrt_llm/llmapi/llm_args.py); specsim writes no 0-length tier on the "
+    "one-model path (NVIDIA/TensorRT-LLM#16888), so every batch drafts at least 1"
+)
 
 
 #: What a YAML ``speculative_config`` must say to get DraftTargetDecodingConfig, by release (first, last, spelling, how known).
@@ -576,6 +589,10 @@ class _Trtllm(Engine):
 
     def per_batch_missing(self, dep, ranges, version):
         return _per_batch_missing(dep, ranges, version)
+
+    def capped_rise(self, version, dep):
+        one_model = dep.drafter is not None and dep.drafter.support(NAME).name in ONE_MODEL_SCHEDULE
+        return CAPPED_RISE if tuple(version) >= SCHEDULE_SINCE and one_model else ""
 
 
 ENGINE = _Trtllm(

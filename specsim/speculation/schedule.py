@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH",
     "ScheduleRange",
     "batch_grid",
+    "capped_gammas",
     "context_table",
     "gamma_schedule",
     "load_gammas",
@@ -283,6 +284,7 @@ def gamma_schedule(
     rtol: float = DEFAULT_SCHEDULE_RTOL,
     judge=None,
     rising: str = "",
+    capped: str = "",
 ) -> list[ScheduleRange]:
     """A gamma for every batch size 1..max_batch that an engine can run, merged into ranges (split also where
     ``judge``, a function of a batch's speedup to its verdict, changes: see :func:`merge_ranges`).
@@ -297,7 +299,9 @@ def gamma_schedule(
     it ran last pays (:func:`monotone_gammas`).  Each range carries how far below the best of its batches it is
     (``shortfall``).  Where the engine release takes a schedule that rises with the batch (``rising``, the source that
     says so: vLLM's per-batch key), each batch takes its own gamma by the same rtol and gain, off where none pays
-    (:func:`rising_gammas`).
+    (:func:`rising_gammas`).  Where it takes one that may rise back but never above its batch-1 length and writes no
+    off tier (``capped``, the source that says so: TensorRT-LLM's one-model draft_len_schedule), every batch speculates,
+    by :func:`capped_gammas`, unless leaving speculation unset falls less below the batches' best.
 
     >>> dep = Deployment.build("h100-sxm", "article-8b", "article-1b", timing="roofline", engine="none")
     >>> [(r.start_batch, r.end_batch, r.gamma) for r in gamma_schedule(dep, 0.6, 256, context=128, rtol=0)]
@@ -319,7 +323,10 @@ def gamma_schedule(
     surface = np.broadcast_to(speedup(dep, alpha, grid[:, None], batch[None, :], context), (grid.size, batch.size))
     # Off where no gamma the schedule can still take pays, and off from there on: at large batches the gain hovers
     # about 1 as the kernels' steps cross it, and a schedule that switched back on would rise with batch.
-    if rising:
+    if capped:
+        gamma = capped_gammas(surface, rtol)
+        gamma, values = _or_unset(gamma, surface[gamma, np.arange(batch.size)], surface)
+    elif rising:
         gamma, values = _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain)
     else:
         gamma = monotone_gammas(surface, rtol, surface[1:] >= min_gain)
@@ -364,11 +371,44 @@ def _configured_or_unset(dep, alpha, batch, context, surface, rtol, min_gain) ->
     configured[0] = zero_k_speedup(dep, alpha, batch, context)
     # Written, K = 0 is no longer free: a gamma that loses less than it (a draft step's worth) is taken too.
     gamma = rising_gammas(configured, rtol, (surface[1:] >= min_gain) | (surface[1:] > configured[0]))
-    values = configured[gamma, np.arange(batch.size)]
+    return _or_unset(gamma, configured[gamma, np.arange(batch.size)], surface)
+
+
+def _or_unset(gamma: np.ndarray, values: np.ndarray, surface: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gammas, speedups) of a written schedule that speculates, or costs, at every batch, unless leaving speculation
+    unset (plain decoding, speedup 1 at every batch) falls less below each batch's best, summed alike
+    (:data:`BATCH_WEIGHTS`): then that."""
     best = surface.max(axis=0)  # of plain decoding (row 0, unset: 1) and every gamma
     if np.sum(1.0 - values / best) >= np.sum(1.0 - 1.0 / best):
-        return np.zeros(batch.size, dtype=int), np.ones(batch.size)
+        return np.zeros(gamma.size, dtype=int), np.ones(gamma.size)
     return gamma, values
+
+
+def capped_gammas(surface: np.ndarray, rtol: float) -> np.ndarray:
+    """Per column of ``surface`` (speedup over gamma = 0, 1, ... by rows, batch by columns), the gammas >= 1 of the
+    schedule whose first column takes the largest gamma it holds and whose later columns, never above it, rise to one
+    peak at most and then never again (:func:`rising_gammas` on them), falling least below each column's best by
+    :func:`monotone_gammas`'s cost (a shortfall within ``rtol`` counting as none, summed alike); of equally cheap ones,
+    the smaller first gamma.  For TensorRT-LLM's one-model ``draft_len_schedule``, whose validator asks the smallest key's
+    length to be max_draft_len and every other at most that, nothing of their order, and whose 0-length tier specsim
+    does not write (:data:`specsim.engines.trtllm.CAPPED_RISE`): a MoE target that loses at small batches and gains at
+    larger ones keeps its batch-1 length where it pays later, and falls to 1 between, where :func:`monotone_gammas`
+    stays at 1 once it gets there.
+
+    >>> surface = np.array([[1.0] * 5, [0.95, 0.97, 1.10, 1.20, 1.15], [0.90, 0.93, 1.25, 1.30, 1.10]])
+    >>> capped_gammas(surface, 0.0).tolist()  # 2 at batch 1 (to run 2 later), 1 at batch 2, back up to 2 where it pays
+    [2, 1, 2, 2, 1]
+    >>> monotone_gammas(surface, 0.0).tolist()  # never rising: holds 2 at batch 2, 4% below gamma 1 there
+    [2, 2, 2, 2, 1]
+    """
+    cost, _ = _shortfall_costs(surface, rtol, None)  # rows: gamma 1, 2, ...
+    columns = np.arange(surface.shape[1])
+    picks = []
+    for top in range(1, surface.shape[0]):
+        later = rising_gammas(surface[: top + 1, 1:], rtol) if surface.shape[1] > 1 else np.array([], dtype=int)
+        gamma = np.r_[top, later].astype(int)
+        picks.append((float(cost[gamma - 1, columns].sum()), top, gamma))
+    return min(picks, key=lambda p: (p[0], p[1]))[2]
 
 
 def _shortfall_costs(surface: np.ndarray, rtol: float, pays: np.ndarray | None) -> tuple[np.ndarray, int]:
