@@ -1185,8 +1185,8 @@ def test_a_trtllm_schedule_rises_back_to_its_batch_1_length_where_that_pays(caps
     """TensorRT-LLM's draft_len_schedule asks only that the batch-1 tier be max_draft_len and no tier longer, nothing of
     their order (trtllm.CAPPED_RISE), and specsim writes no 0-length tier there, so every batch drafts at least 1.  The
     MoE case (gpt-oss-120b, its draft, H200): the never-rising schedule wrote max_draft_len 1 at every batch ('off from
-    batch 2, written as length 1'), running gamma 1 where it loses (0.86-0.99x at batch 2-16) and forgoing up to 1.5x at
-    batch 17-135; the written one takes 3 at batch 1 so as to run 3 where it pays, falls to 1 between, parses by
+    batch 2, written as length 1'), running gamma 1 where it loses (0.90-0.99x at batch 2-16) and forgoing up to 1.57x
+    (gamma 3 at batch 79); the written one takes 3 at batch 1 so as to run 3 where it pays, falls to 1 between, parses by
     TensorRT-LLM's rules, and, as run, falls less below the batches' best summed alike than the old one as run."""
     argv = ["schedule", "--hardware", "h200", "--target", "gpt-oss-120b", "--max-batch", "256", "--format", "trtllm"]
     assert main(argv) == 0
