@@ -1204,6 +1204,8 @@ def test_a_trtllm_schedule_rises_back_to_its_batch_1_length_where_that_pays(caps
     on = best > 1.1  # where speculation pays well, the written length is within --rtol (1%) of the best at most 1.5%
     assert np.all(written[on] >= (1 - 0.015) * best[on])
     assert "TensorRT-LLM's draft_len_schedule takes any length up to max_draft_len" in err
+    assert main(argv + ["--min-gain", "1.05"]) == 0  # no 0 tier: the gain gate cannot act per batch, and says so
+    assert "--min-gain 1.05 cannot turn speculation off at a batch size here" in capsys.readouterr().err
     # NGram (no one-model schedule: max_concurrency) and releases before the schedule keep the never-rising rule.
     assert main(argv[:-2] + ["--format", "trtllm", "--engine", "trtllm@1.2.0"]) == 0
     assert "takes any length up to max_draft_len" not in capsys.readouterr().err

@@ -218,7 +218,13 @@ class ScheduleAnswer:
             ]
         losing = [f"gamma {r.gamma} at batch {r.batches}: {r.speedups}x" for r in self.ranges if r.min_speedup < 1.0]
         where = f"; it loses at {'; '.join(losing)}, where no gamma pays and none is 0" if losing else ""
-        return [f"the schedule {self.rule}: {self.capped}{where}"]
+        gain = (
+            f"; --min-gain {self.min_gain:g} cannot turn speculation off at a batch size here (no off tier): every "
+            "batch size drafts, or none if you leave speculation unset"
+            if self.min_gain != 1.0
+            else ""
+        )
+        return [f"the schedule {self.rule}: {self.capped}{where}{gain}"]
 
     def _zero_k(self, batch: np.ndarray) -> str:
         """The speedups a written schedule's K = 0 gives at ``batch`` (:func:`specsim.speculation.schedule.
