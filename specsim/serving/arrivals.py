@@ -59,6 +59,7 @@ __all__ = [
     "NEGLIGIBLE_S",
     "admission_grid",
     "admission_said",
+    "admission_chain",
     "admission_wait_s",
     "fixed_times_factor",
     "landed_iteration_s",
@@ -100,10 +101,29 @@ def on_grid(x: object, grid: np.ndarray) -> object:
 def admission_wait_s(
     rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0
 ) -> np.ndarray:
-    """The mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
+    """:func:`admission_chain`'s mean wait alone.
+
+    >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid, 1.0)), 6), round(2 / 23, 6)  # M/M/4 at 2/s
+    (0.086957, 0.086957)
+    """
+    return admission_chain(rate_per_s, bound, in_engine, rates_of, service_scv)[0]
+
+
+def admission_chain(
+    rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(W, Q): the mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
     ``bound`` (c) requests (the module's docstring); ``rates_of(top)`` gives the rates, per second, at which requests
     leave with the numbers of :func:`admission_grid` (``top``) in the engine (last axis); ``service_scv`` the squared
     coefficient of variation of a request's time in the engine (the factor :func:`fixed_times_factor`).  inf where the rate reaches the full engine's, r(c).
+
+    Q, the share of the chain's time with the engine full, P(n >= c) = pi(c) / (1 - rho) (Erlang C where r(n) = n mu):
+    by PASTA an arrival's chance of finding it full, and, as the chain moves by one up and down, the share of finishes
+    that leave a request queued behind them and so admit it in their place
+    (:func:`specsim.serving.preemption.queued_charge` charges those finishes a full engine's preemptions).  It is the
+    exponential chain's: the fixed times' factor is the wait's (M/D/c's mean wait over M/M/c's), not known for
+    P(n >= c), which fixed times lower by less than it (their wait once queued is shorter too).  0 where the wait is
+    (the rates not asked up to c), 1 past r(c).
 
     The rates are first asked up to ``NEAR`` times ``in_engine`` (the mean number in it), the batches the load's answer
     already asks of the step-time source: r grows with n, so past there the chain's weights fall at least as fast as
@@ -119,6 +139,8 @@ def admission_wait_s(
     (0.086957, 0.086957)
     >>> round(float(admission_wait_s(2.0, 4.0, 2.0, admission_grid)), 6), round(1 / 23 * (1 + 1.5 * (24**0.5 - 2) / 32), 6)
     (0.049387, 0.049387)
+    >>> round(float(admission_chain(2.0, 4.0, 2.0, admission_grid)[1]), 6), round(4 / 23, 6)  # Erlang C
+    (0.173913, 0.173913)
     """
     lam = np.asarray(rate_per_s, dtype=float)
     c = np.asarray(bound, dtype=float)
@@ -140,8 +162,13 @@ def admission_wait_s(
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_b = np.where(below, rho, 0.5)
         queued = part * rho_b / (1.0 - rho_b) ** 2 / (weight + part * rho_b / (1.0 - rho_b)) / lam
+        full = part / (1.0 - rho_b) / (weight + part * rho_b / (1.0 - rho_b))  # P(n >= c)
     wait = np.where(top < c, 0.0, queued * fixed_times_factor(c, rho_b, scv))
-    return np.where(lam > 0.0, np.where(below | (top < c), wait, np.inf), 0.0)
+    held = np.where(top < c, 0.0, full)
+    return (
+        np.where(lam > 0.0, np.where(below | (top < c), wait, np.inf), 0.0),
+        np.where(lam > 0.0, np.where(below | (top < c), held, 1.0), 0.0),
+    )
 
 
 def fixed_times_factor(servers: object, rho: object, service_scv: object = 0.0) -> np.ndarray:

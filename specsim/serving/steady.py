@@ -48,11 +48,14 @@ engine (``lambda t_pf >= 1``) or more than the budget, the load is past the engi
 ``saturated``, served at the rate of the full engine (the closed loop at its limit), its TTFT unbounded (inf: the queue
 grows), never a negative or divergent number.  Where the KV cache holds that full engine and the engine preempts
 (vLLM), its queue never runs dry: it is charged as a closed loop of users that never run out
-(:func:`specsim.serving.preemption.saturated_charge`); below capacity nothing is charged.  Below capacity the arrivals
-that find the engine at N_e (its admission bound) wait for a request to end: the engine as its flow-equivalent server,
-departures at the rate of a closed loop of n users for n up to N_e, a birth-death chain whose queue's mean wait is
-scaled by M/D/c's factor over it where every request needs the same iterations (the engine as c servers of fixed work)
-(:func:`specsim.serving.arrivals.admission_wait_s`); it is in TTFT and end-to-end, not in N_e's in-engine count.
+(:func:`specsim.serving.preemption.saturated_charge`).  Below capacity the arrivals that find the engine at N_e (its
+admission bound) wait for a request to end: the engine as its flow-equivalent server, departures at the rate of a
+closed loop of n users for n up to N_e, a birth-death chain whose queue's mean wait is scaled by M/D/c's factor over
+it where every request needs the same iterations (the engine as c servers of fixed work)
+(:func:`specsim.serving.arrivals.admission_chain`); it is in TTFT and end-to-end, not in N_e's in-engine count.  The
+same chain has the engine full a share Q of the time; where its KV cache binds and it preempts, the finishes then are
+a full engine's, charged Q times the saturated counts (:func:`specsim.serving.preemption.queued_charge`, in
+:func:`open_loop_times`).
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
 then the ``N`` sequences decode together, in waves of the N_e the engine holds; throughput is ``N O`` over the whole.
@@ -72,10 +75,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
-from specsim.serving.arrivals import admission_grid, admission_wait_s, landed_iteration_s, on_grid
+from specsim.serving.arrivals import admission_chain, admission_grid, landed_iteration_s, on_grid
 from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
-from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge, saturated_kv_bound
+from specsim.serving.preemption import (
+    closed_loop_charge,
+    drained_charge,
+    queued_charge,
+    saturated_charge,
+    saturated_kv_bound,
+)
 from specsim.serving.rounds import decode_rounds, decode_rounds_sd, decode_rounds_spread
 
 __all__ = [
@@ -168,6 +177,8 @@ class SteadyState:
     #: the users that move in step in a closed loop of fixed lengths, g of a convoy (finishing together, arriving
     #: together, each first token behind the group's prompts: :func:`closed_population`); 1 where nothing moves in step
     group: object = 1.0
+    #: m, the preemptions charged a request (:mod:`specsim.serving.preemption`; 0 where none are)
+    preemptions: object = 0.0
 
 
 def _step(dep, acceptance, gamma, batch, context):
@@ -872,10 +883,7 @@ def _closed_loop(
             break
         per_round = E
     own = own_step_s(pop.batch_own, steps(np.maximum(pop.batch_own, 1.0))[0], step, steps.base_s)
-
-    def resume_s(L):
-        return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
-
+    resume_s = functools.partial(_resume_s, steps)
     whole = P + steps.cached  # the KV a request holds: its prompt whole, the tokens a prefix-cache hit serves too
     if drained:
         preempted = drained_charge(limits, N, n_e, limited, whole, O, resume_s)
@@ -904,8 +912,14 @@ def _closed_loop(
         limited_by=np.broadcast_to(limited, shape),
         outcome=out,
         group=np.broadcast_to(np.where(pop.convoy, pop.group, 1.0), shape),
+        preemptions=0.0 if preempted is None else np.broadcast_to(preempted[0], shape),
         **t,
     )
+
+
+def _resume_s(steps: _Steps, L: np.ndarray) -> np.ndarray:
+    """The marginal prefill time of a resume of L tokens (the target's, and the drafter's where speculating)."""
+    return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
 
 
 def open_loop_times(
@@ -918,11 +932,18 @@ def open_loop_times(
     output_tokens: object,
     apart: tuple | None = None,
     admission_s: object = 0.0,
+    preempted: tuple | None = None,
+    budget_left: object = 1.0,
 ) -> dict:
     """The times under Poisson arrivals at ``rate_per_s`` from the decoding step at its batch (``step_s``) and that of the
     iterations carrying a request's own prompt (``own_s``): t_dec = step / (1 - lambda t_pf), the others' prompts riding
     in each iteration; inf where the prompts alone need the whole engine.  The one home of an open loop's times.
-    ``admission_s``: the mean wait for admission where the engine is full (:func:`admission_wait_s`), in TTFT.
+    ``admission_s``: the mean wait for admission where the engine is full (:func:`admission_chain`), in TTFT.
+    ``preempted``: (m, L, t_r) below capacity where the swings fill a KV cache that preempts
+    (:func:`specsim.serving.preemption.queued_charge`): as a closed loop's (:func:`closed_loop_times`), the others'
+    resumes ride in every iteration (lambda m t_r a second, beside the prompts' lambda t_pf; the batch ``step_s`` is at
+    is the fixed point's with them), its own take ceil(L / ``budget_left``) iterations each and m t_r, and it waits half an
+    inter-finish interval, 1 / (2 lambda), at the queue's front before each, all in its decode phase.
 
     ``apart``: (base pass, prompt tokens, budget) of an engine that runs prefill batches apart
     (:attr:`EngineLimits.prefill_apart`): a request's own prompt goes through prefill batches of the base pass, and
@@ -930,8 +951,12 @@ def open_loop_times(
     (step + batches(lambda t_dec) base) / (1 - lambda t_pf), solved by iterating from the bound without batches (the
     batches grow more slowly than t_dec: a contraction wherever lambda base < 1 - lambda t_pf)."""
     lam, t_pf, D = (np.asarray(v, dtype=float) for v in (rate_per_s, prefill_s, rounds))
-    share = lam * t_pf
-    t_dec = open_loop_itl_s(lam, step_s, t_pf, apart)
+    m, resume_s, resume_its = 0.0, 0.0, 0.0
+    if preempted is not None:
+        m, resumed, resume_s = (np.asarray(v, dtype=float) for v in preempted)
+        resume_its = m * np.maximum(np.ceil(resumed / np.maximum(budget_left, 1.0)), 1.0)
+    share = lam * (t_pf + m * resume_s)
+    t_dec = open_loop_itl_s(lam, step_s, t_pf + m * resume_s, apart)
     own = own_s if apart is None else apart[0]
     k_p = np.asarray(prefill_iterations, dtype=float)
     # The iteration an arrival lands in, whose rest it waits for and whose arrivals' prompts ride with its own: a long
@@ -952,11 +977,15 @@ def open_loop_times(
     # lone request's share of its time in the engine at a vanishing rate.
     with np.errstate(invalid="ignore", divide="ignore"):
         decoding = np.where(busy > 0.0, lam * D * t_dec / busy, D * t_dec / (D * t_dec + k_p * t_own))
+    resuming = 0.0  # its own resumes and the waits before them
+    if preempted is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            resuming = np.where(m > 0.0, resume_its * t_dec + m * resume_s + m / (2.0 * lam), 0.0)
     return {
-        "tpot_s": D * t_dec / (O - 1.0),
-        "itl_s": t_dec,
+        "tpot_s": (D * t_dec + resuming) / (O - 1.0),
+        "itl_s": t_dec + resuming / D,
         "ttft_s": ttft,
-        "e2e_s": ttft + D * t_dec,
+        "e2e_s": ttft + D * t_dec + resuming,
         "requests_per_s": np.broadcast_to(lam, shape).copy(),
         "output_tokens_per_s": np.broadcast_to(lam * O, shape).copy(),
         "mean_batch": decoding,
@@ -983,21 +1012,10 @@ def open_loop_itl_s(rate_per_s: object, step_s: object, prefill_s: object, apart
         return np.where(np.isfinite(t_dec), t_dec, np.inf)
 
 
-def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
-    """Poisson arrivals: bisection on the decode iteration t_dec = step(1 + lambda D t_dec) + lambda t_pf t_dec."""
-    g = steps.gamma
-    D = decode_rounds(steps.acceptance, g, O - 1.0)
-    shape = np.broadcast_shapes(D.shape, np.shape(t_pf), np.shape(n_e))
-    cap = np.broadcast_to(n_e, shape)
-    share = lam * t_pf
-    apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
-    # The full engine a load past capacity is served at; where its KV cache holds it, preempting as a closed loop of
-    # users that never run out would (specsim.serving.preemption.saturated_charge).
-    kv_full = saturated_kv_bound(limited, cap, limits, g)
-
-    def extra(t_dec):
-        """The prompts' time per decoding iteration of t_dec: their marginal time, and any prefill batches' base pass."""
-        return share * t_dec + open_batches_s(t_dec, lam, apart)
+def _open_fixed_point(steps: _Steps, lam, D, cap, extra, full_engine) -> np.ndarray:
+    """t_dec where the iteration at the batch 1 + lambda D t_dec, carrying ``extra(t_dec)`` beside its step, lasts
+    t_dec, by bisection; ``full_engine()`` the full engine's state (a closed loop at ``cap``), asked only where the batch
+    reaches ``cap`` first."""
 
     def longer(t_dec):
         """Where the iteration at t_dec's batch is longer than t_dec (the root lies above it), and that batch."""
@@ -1008,44 +1026,78 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     # no longer (no batch past about 1.25 times the answer's is asked of the step-time source, nor noted).  Where the
     # batch reaches the engine's limit first, the engine full (a closed loop at its limit): no stable load has a longer
     # decode iteration, and a load past its capacity is served at its rate.
+    shape = np.shape(cap)
     hi = np.broadcast_to(steps(np.ones(shape))[0], shape).astype(float)
     for _ in range(_BISECTIONS):
         up, b = longer(hi)
         if not np.any(up & (b < cap)):
             break
         hi = np.where(up & (b < cap), 1.25 * hi, hi)
-    full = None
     if np.any(up):
-        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
-        hi = np.where(up, np.broadcast_to(full.itl_s, shape), hi)
+        hi = np.where(up, np.broadcast_to(full_engine().itl_s, shape), hi)
     lo = np.zeros(shape)
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
         up = longer(mid)[0]  # the iteration is longer than assumed
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
-    t_dec = hi
+    return hi
+
+
+def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+    """Poisson arrivals: bisection on the decode iteration t_dec = step(1 + lambda D t_dec) + lambda t_pf t_dec."""
+    g = steps.gamma
+    D = decode_rounds(steps.acceptance, g, O - 1.0)
+    shape = np.broadcast_shapes(D.shape, np.shape(t_pf), np.shape(n_e))
+    cap = np.broadcast_to(n_e, shape)
+    apart = (steps.batch_base_s, P, limits.max_batched_tokens) if limits.prefill_apart else None
+    # The full engine a load past capacity is served at; where its KV cache holds it, preempting as a closed loop of
+    # users that never run out would (specsim.serving.preemption.saturated_charge).
+    kv_full = saturated_kv_bound(limited, cap, limits, g)
+    held_full = []
+
+    def full_engine():
+        if not held_full:
+            held_full.append(_closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full))
+        return held_full[0]
+
+    def extra(t_dec, share=lam * t_pf):
+        """The prompts' time per decoding iteration of t_dec (``share`` of it: their marginal time, and the resumes'
+        where charged), and any prefill batches' base pass."""
+        return share * t_dec + open_batches_s(t_dec, lam, apart)
+
+    t_dec = _open_fixed_point(steps, lam, D, cap, extra, full_engine)
     b = 1.0 + lam * D * t_dec
-    step, E, out = steps(np.minimum(b, cap))
-    left = np.maximum(limits.prefill_budget(b, g), 1.0)
     # Arrivals that find the engine full queue until a request ends (specsim.serving.arrivals): the engine as the
     # closed loop of n users at each n up to its bound; service times spread as exponential's unless lengths are fixed.
-    wait = admission_wait_s(
+    wait, full_share = admission_chain(
         lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
     )
-    # r(c) as the chain found it: the wait is unbounded exactly where lambda reaches it (admission_wait_s asks the
+    # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
+    # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
+    charged = queued_charge(limits, full_share, cap, kv_full, P + steps.cached, O, functools.partial(_resume_s, steps))
+    share = lam * t_pf
+    if charged is not None:
+        share = lam * (t_pf + charged[0] * charged[2])
+        t_dec = _open_fixed_point(steps, lam, D, cap, functools.partial(extra, share=share), full_engine)
+        b = 1.0 + lam * D * t_dec
+    step, E, out = steps(np.minimum(b, cap))
+    left = np.maximum(limits.prefill_budget(b, g), 1.0)
+    # r(c) as the chain found it: the wait is unbounded exactly where lambda reaches it (admission_chain asks the
     # closed loop at c only where the rate may reach it, so no batch the answer does not use is asked of the source)
     reached = np.where(np.isfinite(wait), np.inf, lam)
     saturated = past_capacity(
-        share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec)), t_dec, lam, reached
+        share, b, cap, lam * P * t_dec, left, iteration_s(step, extra(t_dec, share)), t_dec, lam, reached
     )
-    if full is None and np.any(saturated):
-        full = _closed_loop(steps, cap, P, O, t_pf, cap, limited, limits, kv_full=kv_full)
+    if np.any(saturated):
+        full_engine()
+    full = held_full[0] if held_full else None
     k_p = _prefill_iterations(P, left, 1.0)
     # The iterations carrying a request's own prompt carry the others decoding, lambda D t_dec as an arrival finds
     # them, not the request itself.
     others = np.minimum(lam * D * t_dec, cap)
     own = own_step_s(others, steps(np.maximum(others, 1.0))[0], step, steps.base_s)
-    t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart, np.nan_to_num(wait, posinf=0.0))
+    admission = np.nan_to_num(wait, posinf=0.0)
+    t = open_loop_times(lam, D, step, own, t_pf, k_p, O, apart, admission, charged, left)
 
     def held(name, value):
         """``value``, or where the load is past capacity the full engine's (computed only where one is)."""
@@ -1069,7 +1121,8 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         saturated=saturated,
         limited_by=np.broadcast_to(np.where((limited != "no room") & saturated, "capacity", limited), shape),
         outcome=out,
-        admission_s=np.where(saturated, 0.0, np.nan_to_num(wait, posinf=0.0)),
+        admission_s=np.where(saturated, 0.0, admission),
+        preemptions=held("preemptions", np.broadcast_to(0.0 if charged is None else charged[0], shape)),
         **pick,
     )
 
