@@ -78,8 +78,11 @@ charge's recompute; the others' blocks stay free and take the growth.  So each r
 saturated counts, m_below = Q m, resumes of the same L.  Q is the exponential chain's (fixed times lower it, by less
 than their factor on the wait).  At a small cache (H100 roofline, 16 requests of 200 in and 300 out, plain, at 0.7
 of the full engine's rate) it charges 0.191 a request where the simulator preempts 0.155 (standard error 0.004,
-``tests/test_arrivals.py``); near a large cache's capacity, where r(n) is flat, Q moves only within a per cent or two
-of r(c), and the simulator's swings preempt at rates the chain puts further below (``docs/serving.md``).
+``tests/test_arrivals.py``); at 0.9 of a 100-request cache's capacity (1,000 in, 8,000 out) 0.21 where runs of
+30,000 arrivals preempt 0.18 (standard error 0.06; runs of 3,000 are too short to meet the swing), and near a 418-request
+cache's, 0.017 a request at 29/s where the simulator preempts 0.015-0.027 (``docs/serving.md``).  Past its capacity
+the simulator preempts fewer than the saturated charge at short outputs, so where Q nears 1 this charge over-counts as
+that one does.
 
 An offline batch of N requests at once (:func:`drained_charge`).  The engine admits on what it counts (the prompt's
 blocks for vLLM: :func:`specsim.serving.kv_blocks.admission_tokens`), far more than the N_e it holds at their mean
