@@ -11,7 +11,7 @@ import pytest
 
 from specsim.serving.arrivals import NEGLIGIBLE_S, admission_grid, admission_wait_s
 from specsim.serving.simulator import EngineLimits, StepTable, simulate
-from specsim.serving.steady import steady_state
+from specsim.serving.steady import preemption_expected, steady_state
 from specsim.serving.workloads import Requests
 from specsim.speculation.deployment import Deployment
 
@@ -212,3 +212,5 @@ def test_poisson_swings_below_capacity_preempt_as_the_simulator_plays_them():
         counts.append(run.preemptions / n)
     sim, se = float(np.mean(counts)), float(np.std(counts, ddof=1) / 2.0)
     assert sim - 4.0 * se <= float(model.preemptions[0, 0]) <= 1.5 * sim, (model.preemptions, sim, se)
+    # and the answers' note that the engine is expected to preempt covers it (limited_by is "" below capacity)
+    assert preemption_expected(model, limits).all()

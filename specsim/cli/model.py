@@ -1043,7 +1043,8 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         print(
             f"note: where the KV cache holds fewer users than the load brings, the engine is expected to preempt "
             f"({policy.said}): the requests held are sized at the tokens each holds on average; at a concurrency, "
-            "at a rate past the capacity of the engine the cache fills, and in an offline batch (a closed loop whose "
+            "at a rate past the capacity of the engine the cache fills (and below it, the share of the time Poisson "
+            "swings fill it), and in an offline batch (a closed loop whose "
             "queue drains), the recompute of the preempted and their wait at the queue's front are charged in the "
             "mean (specsim.serving.preemption), not the longer waits of requests finishing in bursts nor prefix "
             "caching keeping a preempted request's blocks; serve-sim plays them and counts the preemptions",

@@ -269,10 +269,13 @@ def preemption_expected(state: "SteadyState", limits: EngineLimits) -> np.ndarra
     and recompute their tokens when admitted again (:class:`specsim.serving.kv_blocks.KvBlocks` plays it; a closed
     loop's steady state charges the recompute and the wait at the queue's front in the mean,
     :mod:`specsim.serving.preemption`, and so is a Poisson load's past the capacity of the full engine the cache holds,
-    marked ``capacity``, and an offline batch's as its queue drains, :func:`specsim.serving.preemption.drained_charge`)."""
+    marked ``capacity``, and below that capacity where its Poisson swings fill the cache, the ``preemptions`` charged
+    :func:`specsim.serving.preemption.queued_charge`, and an offline batch's as its queue drains,
+    :func:`specsim.serving.preemption.drained_charge`)."""
     gamma = np.asarray(state.gamma).reshape(-1, 1)
     kv_full = (np.asarray(state.limited_by) == "capacity") & (state.in_engine < limits.seqs(gamma > 0))
-    kv_bound = np.broadcast_to((np.asarray(state.limited_by) == "kv cache") | kv_full, state.tpot_s.shape)
+    swings = np.asarray(state.preemptions) > 0.0
+    kv_bound = np.broadcast_to((np.asarray(state.limited_by) == "kv cache") | kv_full | swings, state.tpot_s.shape)
     return kv_bound & bool(limits.kv_policy.preempts)
 
 
