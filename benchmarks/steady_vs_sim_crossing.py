@@ -1,7 +1,9 @@
 """The steady state against the request-level simulator at Poisson rates on both sides of the engine's capacity, in
 absolute requests/s (:mod:`steady_vs_sim_open` gives rates as multiples of it): the model's TPOT, whether it marks the
 rate past capacity, its output tokens/s, and the simulator's middle half (:func:`steady_vs_sim_open.middle`) over seeds
-0 to ``--seeds`` - 1: mean TPOT, its sample standard deviation and range, output tokens/s and preemptions a request.
+0 to ``--seeds`` - 1: mean TPOT, its sample standard deviation and range, output tokens/s and preemptions a request
+(the steady state's charge beside the simulator's: :mod:`specsim.serving.preemption`, below capacity
+:func:`~specsim.serving.preemption.queued_charge`).
 Near capacity a run that starts empty relaxes slowly: compare ``--requests 3000`` with ``--requests 24000``
 (``docs/serving.md``, past a Poisson capacity).
 
@@ -46,8 +48,10 @@ def main(argv=None) -> int:
     rates = [float(x) for x in args.rates.split(",")]
     s = served_state(dep, args.alpha, [args.gamma], rates, P, O, limits=limits, kind="rate")
     print(
-        "rate /s | steady TPOT ms (past?) | output tok/s | sim TPOT ms mean sd [range] | sim tok/s | preemptions/request"
+        "rate /s | steady TPOT ms (past?) | output tok/s | sim TPOT ms mean sd [range] | sim tok/s"
+        " | preemptions/request steady / sim"
     )
+    charged = np.broadcast_to(s.preemptions, s.tpot_s.shape)  # specsim.serving.preemption's m, below capacity too
     for j, rate in enumerate(rates):
         runs = []
         for seed in range(args.seeds):
@@ -61,7 +65,7 @@ def main(argv=None) -> int:
             f"{rate:g} | {steady:.2f}{' past' if s.saturated[0, j] else ''} | {float(s.output_tokens_per_s[0, j]):,.0f}"
             f" | {tpot.mean():.2f} {sd:.2f} [{tpot.min():.2f}-{tpot.max():.2f}] ({steady / tpot.mean() - 1:+.0%})"
             f" | {np.mean([r['tok_s'] for r in runs]):,.0f}"
-            f" | {np.mean([r['preemptions'] for r in runs]) / (n // 2):.3f}",
+            f" | {float(charged[0, j]):.4f} / {np.mean([r['preemptions'] for r in runs]) / (n // 2):.3f}",
             flush=True,
         )
     return 0
