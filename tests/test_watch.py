@@ -1060,6 +1060,28 @@ def _serve(day, engine, page_s=30.0):
     return ReplayServer(pages(day, names, MODEL, page_s, start_s=1.7e9), path=names.path)
 
 
+def test_a_replay_server_looks_whether_to_stop_at_least_every_50_ms(monkeypatch):
+    """Leaving a ReplayServer waits for its loop to see the stop: with http.server's own 0.5 s between looks, every exit
+    (the CLI's replay at Ctrl-C, each test's server) waited a quarter second on average.  The loop's waits, recorded
+    from its selector, are each at most 50 ms."""
+    import socketserver
+
+    from specsim.watch.replay import ReplayServer
+
+    waits = []
+
+    class Recorded(socketserver._ServerSelector):
+        def select(self, timeout=None):
+            waits.append(timeout)
+            return super().select(timeout)
+
+    monkeypatch.setattr(socketserver, "_ServerSelector", Recorded)
+    with ReplayServer(["a 1\n"]) as server:
+        with urllib.request.urlopen(server.url, timeout=30) as reply:
+            assert reply.read() == b"a 1\n"
+    assert waits and all(w is not None and w <= 0.05 for w in waits), waits
+
+
 def test_watch_reads_a_page_at_its_stamped_times(day, capsys):
     """Pages stamped with their times are read at those times: three windows of five 30 s pages each, as JSON lines."""
     with _serve(day, "vllm@0.26.0") as server:
