@@ -54,9 +54,9 @@ def eagle3_calibration(tmp_path_factory) -> Path:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first, each in its own order.  A group runs whole on one worker (tests/test_figures.py draws
-    every figure, about 30 s with the docs' figures command; tests/test_watch_prometheus.py sets up its server, about
-    15 s; test_calibration.py, test_spec_fit.py and test_toy.py make their module fixtures once), and --dist loadgroup
-    hands out work in collection order: a group collected last (test_watch_prometheus.py is) would start when the other
+    every figure, about 30 s with the docs' figures command; tests/test_watch_prometheus.py simulates its half hour
+    and has its server scrape it, about 40 s in all; test_calibration.py, test_spec_fit.py and test_toy.py make their
+    module fixtures once), and --dist loadgroup hands out work in collection order: a group collected last (test_watch_prometheus.py is) would start when the other
     worker has little left, and the suite would wait for it alone.  The same order on every worker, whatever order
     came before (pytest-randomly's included)."""
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)

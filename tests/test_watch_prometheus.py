@@ -105,16 +105,22 @@ def _serve(folder: Path, settings: dict, *flags: str):
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log), f"http://127.0.0.1:{port}", log
 
 
-@pytest.fixture(scope="module")
-def prometheus(request):
-    """(Prometheus's address, the half hour's start): one exporter per job, each serving its pages one per scrape, the
-    half hour stamped so that it ends five minutes from now (Prometheus takes samples up to about 10 minutes ahead and an
-    hour behind its newest); ``two`` serves the vLLM pages for two models.  Prometheus starts first, with nothing to
-    scrape, while the half hour is simulated (its start-up, about 5 s here, and the simulation overlap); the scrape jobs are
-    loaded through its /-/reload once the exporters serve.  Waits until every page was scraped (at most 3 minutes),
-    then stops the server when the module's tests are done."""
+@pytest.fixture(scope="module", autouse=True)
+def scraping(request):
+    """(Prometheus's process, its address, the half hour's start, the exporters, the deadline of the scrape), started by
+    the module's first test, whichever it is, and scraping in the background while the tests that need no scraped server
+    (the promtool checks and the backfilled server's, which come first in this file) run: one exporter per job, each
+    serving its pages one per scrape, the half hour stamped so that it ends five minutes from now (Prometheus takes
+    samples up to about 10 minutes ahead and an hour behind its newest); ``two`` serves the vLLM pages for two models.
+    Prometheus starts first, with nothing to scrape, while the half hour is simulated; the scrape jobs are loaded through
+    its /-/reload once the exporters serve.  The 61 scrapes of each page, 100 ms apart, took the module's setup 6 s
+    more when they were waited for here.  None where Prometheus is not installed (:func:`prometheus` says so).  Stops
+    the server when the module's tests are done."""
     from specsim.watch.replay import ReplayServer, pages
 
+    if shutil.which("prometheus") is None:
+        yield None
+        return
     folder = Path(tempfile.mkdtemp(prefix="specsim-prometheus-"))
     settings = {"global": {"scrape_interval": "100ms", "scrape_timeout": "100ms"}}
     proc, address, log = _serve(folder, settings, "--web.enable-lifecycle")
@@ -138,14 +144,7 @@ def prometheus(request):
         (folder / "prometheus.yml").write_text(yaml.safe_dump(settings | {"scrape_configs": jobs}))
         deadline = time.monotonic() + 180
         _reload(address, proc, folder, deadline)
-        need = len(next(iter(servers.values())).texts)
-        while min(s.served for s in servers.values()) < need + 1:
-            assert proc.poll() is None, (folder / "log").read_text()[-2000:]
-            assert time.monotonic() < deadline, (
-                f"Prometheus scraped {[s.served for s in servers.values()]} of {need} pages in 3 minutes"
-            )
-            time.sleep(0.2)
-        yield address, start_s
+        yield proc, address, start_s, servers, folder, deadline
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -153,6 +152,22 @@ def prometheus(request):
         for s in servers.values():
             s.__exit__(None, None, None)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def prometheus(scraping):
+    """(Prometheus's address, the half hour's start) once every page was scraped (at most 3 minutes from the start of
+    :func:`scraping`)."""
+    _tool("prometheus")
+    proc, address, start_s, servers, folder, deadline = scraping
+    need = len(next(iter(servers.values())).texts)
+    while min(s.served for s in servers.values()) < need + 1:
+        assert proc.poll() is None, (folder / "log").read_text()[-2000:]
+        assert time.monotonic() < deadline, (
+            f"Prometheus scraped {[s.served for s in servers.values()]} of {need} pages in 3 minutes"
+        )
+        time.sleep(0.05)
+    return address, start_s
 
 
 def _reload(address: str, proc, folder: Path, deadline: float) -> None:
@@ -224,186 +239,6 @@ def _break_even_rates(dep_engine, rows, level: float = 1.0) -> np.ndarray:
     )
     below = speedup < level
     return np.where(below.any(axis=1), rates[np.argmax(below, axis=1)], np.inf)
-
-
-@pytest.mark.parametrize("job", ["vllm", "sglang", "trtllm"])
-def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
-    import dataclasses
-
-    from specsim.engines import get_engine
-
-    url, start_s = prometheus
-    code, records = _watch(url, start_s, job, capsys)
-    rows = [r for r in records if r["type"] == "window"]
-    assert len(rows) == DAY_S / WINDOW_S
-    judged = [r for r in rows if r["model"] is not None]
-    assert len(judged) >= len(rows) - 1  # every window counted (one may straddle a page Prometheus missed)
-    # The histogram of generated tokens, each bucket a series Prometheus holds, where the engine exports it: requests
-    # of 256 tokens each count about as many effective requests as finished (the estimate spreads them over a bucket).
-    finished = np.array([r["window"]["requests_per_s"] * WINDOW_S for r in judged])
-    effective = [r["window"]["effective_requests"] for r in judged]
-    if job == "trtllm":
-        assert effective == [None] * len(judged)
-    else:
-        assert np.all((0.9 * finished <= np.array(effective)) & (np.array(effective) <= finished * (1 + 1e-9)))
-    # The drop: flagged only after it, in the window it starts in or within the windows the test stated.
-    dropped = [(r["index"], v) for r in rows for v in r["started"] if v["kind"] == "dropped"]
-    first = int(DROP_S / WINDOW_S)
-    assert dropped and all(index >= first for index, _ in dropped)
-    stated = next(r["drift"]["windows_to_flag"] for r in rows if r["drift"])
-    index, verdict = dropped[0]
-    assert verdict["since"] == first and index - first + 1 <= stated
-    assert (
-        0.86
-        <= float(verdict["text"].split(" to ")[1].split()[0]) / float(verdict["text"].split("from ")[1].split()[0])
-        <= 0.92
-    )
-    # "Costs more than it saves" where the rate at which the model's own speedup falls below 1 less its error (the
-    # corpus's, as every answer's: uncalibrated) is well below the window's rate, never where it is well above (15%
-    # either way: a window's rate and lengths are its own, the threshold's are the half hour's).
-    from specsim.answers.verdict import model_error
-
-    engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
-    limit = _break_even_rates(engine, judged, 1.0 - model_error(engine).share)
-    rate = np.array([r["window"]["requests_per_s"] for r in judged])
-    verdicts = np.array([r["model"]["verdict"] for r in judged])
-    assert np.all(verdicts[rate > 1.15 * limit] == "costs"), (verdicts, rate / limit)
-    assert not np.any(verdicts[rate < limit / 1.15] == "costs")
-    if job == "trtllm":  # its preset has no host time per round: speculation pays through the half hour's peak
-        assert np.isinf(limit[rate > 10]).all() or (limit[rate > 10] > PEAK_RATE).all()
-    else:
-        # the peak is past the break-even, and costs more in most of its windows (SGLang's preset falls below 1 less
-        # the error at 17.3 requests/s, below the 18 of the peak by less than 15%: the rows above test none of it)
-        past = rate > 1.15 * _break_even_rates(engine, judged)
-        assert past.sum() >= 6 and (verdicts[past] == "costs").sum() >= 6, verdicts[past]
-    # A schedule in the engine's own format, and the exit status of what holds at the end.
-    schedules = [v["detail"] for r in rows for v in r["started"] if v["kind"] == "schedule"]
-    assert schedules
-    config = "\n".join(line for line in schedules[0].splitlines() if not line.startswith("#"))
-    if job == "vllm":
-        assert json.loads(config)["num_speculative_tokens"] in (1, 2)
-    elif job == "sglang":
-        assert (
-            config.startswith("python -m sglang.launch_server --model-path " + MODEL)
-            and "--speculative-num-steps" in config
-        )
-    else:
-        assert yaml.safe_load(config)["speculative_config"]["max_draft_len"] in (1, 2)
-    summary = records[-1]
-    holding = set(rows[-1]["holding"])
-    assert summary["exit_code"] == code == min([{"costs": 3, "dropped": 4, "schedule": 5}[k] for k in holding] or [0])
-    assert "dropped" in holding
-
-
-def test_an_engine_that_says_its_acceptance_in_a_gauge_alone_is_watched_through_prometheus(prometheus, capsys):
-    """SGLang before 0.5.13 exports its acceptance as a gauge only: a watch through Prometheus found no model in it
-    (the models were read from the counters alone) and refused every such engine; each window now reads it."""
-    url, start_s = prometheus
-    code, records = _watch(url, start_s, "sglang-gauge", capsys, "--gamma", "3")
-    rows = [r for r in records if r["type"] == "window"]
-    assert code != 2 and len(rows) == DAY_S / WINDOW_S, records[-1]
-    lengths = [r["window"]["acceptance_length"] for r in rows[1:]]
-    assert sum(a is not None for a in lengths) >= len(lengths) - 1 and all(1 < a < 4 for a in lengths if a), lengths
-
-
-def test_once_reads_as_many_windows_after_the_reference_as_in_it(prometheus, capsys):
-    """--once from cron with no --start: the span was the reference and the last window alone, so a drop that began a
-    window earlier sat in the reference, inflated its overdispersion and was missed (a replayed day, vLLM 0.24.0, 10-
-    minute windows, an 11% drop two windows before --end: no 'dropped'; one or three windows before: flagged).  It now
-    holds as many windows after the reference as in it, each tested against the windows before it."""
-    url, start_s = prometheus
-    argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
-    end = f"{start_s + DAY_S:.0f}"
-    code = main(argv + ["--end", end, "--interval", f"{WINDOW_S:.0f}", "--once", "--json", "--reference", "5"])
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    rows = [r for r in records if r["type"] == "window"]
-    assert code != 2 and len(rows) == 2 * 5, len(rows)
-
-
-def test_a_span_or_selection_with_no_series_says_so_not_that_it_is_another_page(prometheus, capsys):
-    url, start_s = prometheus
-    argv = ["watch", "--prometheus", url, "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b", "--interval", "60"]
-    for extra in (
-        ["--job", "nosuch"],
-        ["--job", "vllm", "--start", f"{start_s - 7200:.0f}", "--end", f"{start_s - 3600:.0f}"],
-    ):
-        assert main(argv + extra) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "holds no series from" in err[0] and "check --start and --end" in err[0], err
-        assert "not a vllm metrics page" not in err[0]
-
-
-def test_a_watch_that_ends_before_its_drift_reference_says_no_drop_could_be_tested(prometheus, capsys):
-    url, start_s = prometheus
-    argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
-    span = ["--start", f"{start_s:.0f}", "--end", f"{start_s + 6 * WINDOW_S:.0f}", "--interval", f"{WINDOW_S:.0f}"]
-    main(argv + span + ["--json"])
-    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert summary["drift"].startswith("no reference set: ") and "of the 10 it needs" in summary["drift"], summary
-    code, records = _watch(url, start_s, "vllm", capsys)  # the whole half hour: the reference set, nothing to say
-    assert "drift" not in records[-1]
-
-
-def test_a_selector_with_several_models_needs_model(prometheus, capsys):
-    url, start_s = prometheus
-    assert (
-        main(
-            [
-                "watch",
-                "--prometheus",
-                url,
-                "--job",
-                "two",
-                "--engine",
-                "vllm@0.26.0",
-                "--draft",
-                "llama-3.2-1b",
-                "--start",
-                f"{start_s:.0f}",
-                "--end",
-                f"{start_s + 600:.0f}",
-                "--interval",
-                "120",
-            ]
-        )
-        == 2
-    )
-    err = capsys.readouterr().err
-    assert (
-        "holds the metrics of several models (meta-llama/Llama-3.1-8B-Instruct, other/model): choose one with --model"
-        in err
-    )
-    assert len(err.strip().splitlines()) == 1
-    code, records = _watch(url, start_s, "two", capsys, "--model", "other/model", "--target", "llama-3.1-8b")
-    assert records[0]["model"] == "other/model" and code in (3, 4, 5)
-
-
-def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
-    url, start_s = prometheus
-    assert (
-        main(
-            [
-                "watch",
-                "--prometheus",
-                url,
-                "--job",
-                "sglang",
-                "--engine",
-                "vllm@0.26.0",
-                "--draft",
-                "llama-3.2-1b",
-                "--start",
-                f"{start_s:.0f}",
-                "--end",
-                f"{start_s + 600:.0f}",
-                "--interval",
-                "120",
-            ]
-        )
-        == 2
-    )
-    err = capsys.readouterr().err
-    assert "holds sglang metrics (sglang: names), not the vllm 0.26.0 metrics --engine names" in err
 
 
 def _rules(tmp_path, engine, gamma="3"):
@@ -637,3 +472,183 @@ def _numbers_apart(a, b, where="") -> list:
     if isinstance(a, float) and isinstance(b, float):
         return [] if a == pytest.approx(b, rel=1e-9, abs=1e-12) else [f"{where}: {a!r} and {b!r}"]
     return [] if a == b else [f"{where}: {a!r} and {b!r}"]
+
+
+@pytest.mark.parametrize("job", ["vllm", "sglang", "trtllm"])
+def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
+    import dataclasses
+
+    from specsim.engines import get_engine
+
+    url, start_s = prometheus
+    code, records = _watch(url, start_s, job, capsys)
+    rows = [r for r in records if r["type"] == "window"]
+    assert len(rows) == DAY_S / WINDOW_S
+    judged = [r for r in rows if r["model"] is not None]
+    assert len(judged) >= len(rows) - 1  # every window counted (one may straddle a page Prometheus missed)
+    # The histogram of generated tokens, each bucket a series Prometheus holds, where the engine exports it: requests
+    # of 256 tokens each count about as many effective requests as finished (the estimate spreads them over a bucket).
+    finished = np.array([r["window"]["requests_per_s"] * WINDOW_S for r in judged])
+    effective = [r["window"]["effective_requests"] for r in judged]
+    if job == "trtllm":
+        assert effective == [None] * len(judged)
+    else:
+        assert np.all((0.9 * finished <= np.array(effective)) & (np.array(effective) <= finished * (1 + 1e-9)))
+    # The drop: flagged only after it, in the window it starts in or within the windows the test stated.
+    dropped = [(r["index"], v) for r in rows for v in r["started"] if v["kind"] == "dropped"]
+    first = int(DROP_S / WINDOW_S)
+    assert dropped and all(index >= first for index, _ in dropped)
+    stated = next(r["drift"]["windows_to_flag"] for r in rows if r["drift"])
+    index, verdict = dropped[0]
+    assert verdict["since"] == first and index - first + 1 <= stated
+    assert (
+        0.86
+        <= float(verdict["text"].split(" to ")[1].split()[0]) / float(verdict["text"].split("from ")[1].split()[0])
+        <= 0.92
+    )
+    # "Costs more than it saves" where the rate at which the model's own speedup falls below 1 less its error (the
+    # corpus's, as every answer's: uncalibrated) is well below the window's rate, never where it is well above (15%
+    # either way: a window's rate and lengths are its own, the threshold's are the half hour's).
+    from specsim.answers.verdict import model_error
+
+    engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
+    limit = _break_even_rates(engine, judged, 1.0 - model_error(engine).share)
+    rate = np.array([r["window"]["requests_per_s"] for r in judged])
+    verdicts = np.array([r["model"]["verdict"] for r in judged])
+    assert np.all(verdicts[rate > 1.15 * limit] == "costs"), (verdicts, rate / limit)
+    assert not np.any(verdicts[rate < limit / 1.15] == "costs")
+    if job == "trtllm":  # its preset has no host time per round: speculation pays through the half hour's peak
+        assert np.isinf(limit[rate > 10]).all() or (limit[rate > 10] > PEAK_RATE).all()
+    else:
+        # the peak is past the break-even, and costs more in most of its windows (SGLang's preset falls below 1 less
+        # the error at 17.3 requests/s, below the 18 of the peak by less than 15%: the rows above test none of it)
+        past = rate > 1.15 * _break_even_rates(engine, judged)
+        assert past.sum() >= 6 and (verdicts[past] == "costs").sum() >= 6, verdicts[past]
+    # A schedule in the engine's own format, and the exit status of what holds at the end.
+    schedules = [v["detail"] for r in rows for v in r["started"] if v["kind"] == "schedule"]
+    assert schedules
+    config = "\n".join(line for line in schedules[0].splitlines() if not line.startswith("#"))
+    if job == "vllm":
+        assert json.loads(config)["num_speculative_tokens"] in (1, 2)
+    elif job == "sglang":
+        assert (
+            config.startswith("python -m sglang.launch_server --model-path " + MODEL)
+            and "--speculative-num-steps" in config
+        )
+    else:
+        assert yaml.safe_load(config)["speculative_config"]["max_draft_len"] in (1, 2)
+    summary = records[-1]
+    holding = set(rows[-1]["holding"])
+    assert summary["exit_code"] == code == min([{"costs": 3, "dropped": 4, "schedule": 5}[k] for k in holding] or [0])
+    assert "dropped" in holding
+
+
+def test_an_engine_that_says_its_acceptance_in_a_gauge_alone_is_watched_through_prometheus(prometheus, capsys):
+    """SGLang before 0.5.13 exports its acceptance as a gauge only: a watch through Prometheus found no model in it
+    (the models were read from the counters alone) and refused every such engine; each window now reads it."""
+    url, start_s = prometheus
+    code, records = _watch(url, start_s, "sglang-gauge", capsys, "--gamma", "3")
+    rows = [r for r in records if r["type"] == "window"]
+    assert code != 2 and len(rows) == DAY_S / WINDOW_S, records[-1]
+    lengths = [r["window"]["acceptance_length"] for r in rows[1:]]
+    assert sum(a is not None for a in lengths) >= len(lengths) - 1 and all(1 < a < 4 for a in lengths if a), lengths
+
+
+def test_once_reads_as_many_windows_after_the_reference_as_in_it(prometheus, capsys):
+    """--once from cron with no --start: the span was the reference and the last window alone, so a drop that began a
+    window earlier sat in the reference, inflated its overdispersion and was missed (a replayed day, vLLM 0.24.0, 10-
+    minute windows, an 11% drop two windows before --end: no 'dropped'; one or three windows before: flagged).  It now
+    holds as many windows after the reference as in it, each tested against the windows before it."""
+    url, start_s = prometheus
+    argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
+    end = f"{start_s + DAY_S:.0f}"
+    code = main(argv + ["--end", end, "--interval", f"{WINDOW_S:.0f}", "--once", "--json", "--reference", "5"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [r for r in records if r["type"] == "window"]
+    assert code != 2 and len(rows) == 2 * 5, len(rows)
+
+
+def test_a_span_or_selection_with_no_series_says_so_not_that_it_is_another_page(prometheus, capsys):
+    url, start_s = prometheus
+    argv = ["watch", "--prometheus", url, "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b", "--interval", "60"]
+    for extra in (
+        ["--job", "nosuch"],
+        ["--job", "vllm", "--start", f"{start_s - 7200:.0f}", "--end", f"{start_s - 3600:.0f}"],
+    ):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "holds no series from" in err[0] and "check --start and --end" in err[0], err
+        assert "not a vllm metrics page" not in err[0]
+
+
+def test_a_watch_that_ends_before_its_drift_reference_says_no_drop_could_be_tested(prometheus, capsys):
+    url, start_s = prometheus
+    argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
+    span = ["--start", f"{start_s:.0f}", "--end", f"{start_s + 6 * WINDOW_S:.0f}", "--interval", f"{WINDOW_S:.0f}"]
+    main(argv + span + ["--json"])
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["drift"].startswith("no reference set: ") and "of the 10 it needs" in summary["drift"], summary
+    code, records = _watch(url, start_s, "vllm", capsys)  # the whole half hour: the reference set, nothing to say
+    assert "drift" not in records[-1]
+
+
+def test_a_selector_with_several_models_needs_model(prometheus, capsys):
+    url, start_s = prometheus
+    assert (
+        main(
+            [
+                "watch",
+                "--prometheus",
+                url,
+                "--job",
+                "two",
+                "--engine",
+                "vllm@0.26.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--start",
+                f"{start_s:.0f}",
+                "--end",
+                f"{start_s + 600:.0f}",
+                "--interval",
+                "120",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert (
+        "holds the metrics of several models (meta-llama/Llama-3.1-8B-Instruct, other/model): choose one with --model"
+        in err
+    )
+    assert len(err.strip().splitlines()) == 1
+    code, records = _watch(url, start_s, "two", capsys, "--model", "other/model", "--target", "llama-3.1-8b")
+    assert records[0]["model"] == "other/model" and code in (3, 4, 5)
+
+
+def test_another_engine_behind_the_selector_is_refused(prometheus, capsys):
+    url, start_s = prometheus
+    assert (
+        main(
+            [
+                "watch",
+                "--prometheus",
+                url,
+                "--job",
+                "sglang",
+                "--engine",
+                "vllm@0.26.0",
+                "--draft",
+                "llama-3.2-1b",
+                "--start",
+                f"{start_s:.0f}",
+                "--end",
+                f"{start_s + 600:.0f}",
+                "--interval",
+                "120",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "holds sglang metrics (sglang: names), not the vllm 0.26.0 metrics --engine names" in err
