@@ -275,3 +275,27 @@ def test_a_days_rates_start_at_zero_in_any_unit(start):
     from specsim.cli.replay import _profile
 
     assert _profile(f"{start}:1,2h:4,6h") == [(0.0, 1.0), (7200.0, 4.0), (21600.0, 0.0)]
+
+
+def test_a_watch_that_sets_its_drift_reference_does_not_import_scipy_stats(capture, repo):
+    """The drift test's quantiles (normal, chi-square, beta) came from scipy.stats, whose import took 1.2 s of a watch's
+    start: they are now scipy.special's, the same functions scipy.stats calls (the same bits).  A fresh interpreter
+    watches the capture in 30 s windows (a reference of 10 set, a drop tested after it) and has not imported it."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json, contextlib, io; from specsim.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    main(['watch', '--engine', {ENGINE!r}, '--draft', 'llama-3.2-1b', '--file', {str(capture)!r},"
+        " '--interval', '30s', '--json'])\n"
+        "rows = [json.loads(line) for line in out.getvalue().splitlines()]\n"
+        "print(sum(bool(r.get('drift')) for r in rows if r['type'] == 'window'), 'scipy.stats' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with_drift, imported = run.stdout.split()
+    assert int(with_drift) > 0 and imported == "False", run.stdout
