@@ -399,3 +399,25 @@ def test_iteration_script_rehearses_on_the_cpu(repo, tmp_path):
     assert parts.count("decode") == 4 and parts.count("mixed") == 4
     assert all(float(r["median_ms"]) > 0 for r in rows)
     assert all(float(r["floor_gemm_ms"]) > 0 for r in rows if r["part"] == "prefill")
+
+
+def test_importing_the_model_leaves_torch_dynamo_to_the_passes_that_need_it(repo):
+    """specsim.harness.model imported torch.nn.attention.bias at the top, which imports torch._dynamo (1 s of CPU on
+    the development machine, as much as torch): every import of the harness paid it (each test worker's collection, a
+    decode-only measurement).  A fresh interpreter imports the model without it, and the lower-right causal bias of a
+    pass of q > 1 on a shared length still comes from it."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import specsim.harness.model as m; before = 'torch._dynamo' in sys.modules; "
+        "none, bias = m.shared_length_mask(1, 10), m.shared_length_mask(3, 10); "
+        "print(before, none, type(bias).__name__, bias.variant.name, bias.seq_len_q, bias.seq_len_kv, "
+        "'torch._dynamo' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo, timeout=120)
+    assert run.stdout.split() == ["False", "None", "CausalBias", "LOWER_RIGHT", "3", "10", "True"], (
+        run.stdout + run.stderr
+    )

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from specsim.describe.models import ModelShape
 
@@ -61,7 +60,14 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 def shared_length_mask(q: int, span: int):
     """The engine pass's mask when every sequence has one length: none at q = 1, else a lower-right causal bias
     (the q new tokens see the cache and each other causally; SDPA needs no dense mask for it)."""
-    return None if q == 1 else causal_lower_right(q, span)
+    if q == 1:
+        return None
+    # Imported here, not with the module: torch.nn.attention.bias imports torch._dynamo (it registers functions with
+    # it), 1 s of CPU on the development machine, as much as torch itself, which every import of this module paid
+    # (each test worker's collection, a decode-only measurement).
+    from torch.nn.attention.bias import causal_lower_right
+
+    return causal_lower_right(q, span)
 
 
 class DecoderTimingModel(torch.nn.Module):
