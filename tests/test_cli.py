@@ -615,6 +615,29 @@ def test_a_target_too_big_for_one_gpu_at_a_load_leads_with_the_smallest_tp_that_
     assert run(capsys, *argv, "--tp", "2")[0] == 0
 
 
+def test_no_refusal_of_a_deployment_without_room_says_give_a_larger_tp(capsys):
+    # A gamma the speculating engine has no room for (speedup --gamma 3 at 0.227 of an H100) led with what does not fit
+    # and ended "give a larger --tp"; it leads with the size that fits, as optimal-gamma's refusals do.  DeepSeek-V3 on
+    # H100s fits at no size of a node (8 GPUs): that said "give a larger --tp" too.
+    argv = ["--concurrency", "1,4", "--memory-util", "0.227", "--input-len", "1000", "--output-len", "256"]
+    code, out, err = run(capsys, "speedup", *argv, "--gamma", "3")
+    (line,) = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert line.startswith(
+        "specsim speedup: error: give --tp 2, the smallest that holds llama-3.1-8b and its draft with one request here "
+        "(or a smaller --weight-dtype, or --memory-util): llama-3.1-8b with llama-3.2-1b does not fit on h100-sxm"
+    )
+    argv = ["--target", "deepseek-v3", "--draft", "mtp", "--hardware", "h100", "--concurrency", "4", "--input-len"]
+    code, out, err = run(capsys, "optimal-gamma", *argv, "1000", "--output-len", "256")
+    (line,) = err.strip().splitlines()
+    assert code == 2 and out == "" and "larger --tp" not in line
+    assert line.startswith(
+        "specsim optimal-gamma: error: no tensor-parallel size in a node (8 GPUs) holds deepseek-v3 and its draft with "
+        "one request here: give a smaller --weight-dtype or --memory-util, or a device with more memory: deepseek-v3 "
+        "does not fit on h100-sxm: the weights take"
+    )
+
+
 def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_of_it_is_refused(capsys):
     # At 0.227 of an H100's memory the 8B target and vLLM's start-up leave room for its users but not for the draft's
     # weights: the answer at a load does not speculate, says why in a note; a fixed gamma cannot run and is refused in
@@ -623,7 +646,11 @@ def test_a_speculating_engine_without_room_is_not_recommended_and_a_gamma_asked_
     code, out, err = run(capsys, "optimal-gamma", *argv)
     rows = [line for line in out.splitlines() if line.startswith("concurrency")]
     assert code == 0 and len(rows) == 2 and all("do not speculate (no room for the drafter)" in r for r in rows)
-    assert "note: no speculation: llama-3.1-8b with llama-3.2-1b does not fit on h100-sxm: the weights take" in err
+    assert (
+        "note: no speculation: give --tp 2, the smallest that holds llama-3.1-8b and its draft with one request here (or "
+        "a smaller --weight-dtype, or --memory-util): llama-3.1-8b with llama-3.2-1b does not fit on h100-sxm: the "
+        "weights take"
+    ) in err
     # Under Poisson arrivals too, even where the plain engine is past its capacity.
     code, out, err = run(capsys, "optimal-gamma", *argv[2:], "--rate", "1,4")
     rows = [line for line in out.splitlines() if line.startswith("rate")]

@@ -1288,13 +1288,17 @@ def test_a_page_of_another_engine_is_refused_by_the_command(day, capsys):
 
 
 def test_a_target_whose_weights_leave_no_cache_is_refused_and_another_than_the_page_serves_is_said(day, capsys):
-    # A 70B target on one H100 cannot be what serves the page: one line, exit 2, as every answer at a load refuses it.
+    # A 70B target on one H100 cannot be what serves the page: one line, exit 2, as every answer at a load refuses it,
+    # leading with the smallest TP that holds it (it ended "give a larger --tp" where the answers name the size).
     base = ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--interval", "0.25", "--once"]
     with _serve(day, "vllm@0.26.0") as server:
         assert main(base + ["--url", server.url, "--target", "llama-3.1-70b"]) == 2
     err = capsys.readouterr().err
-    assert "llama-3.1-70b does not fit on h100-sxm" in err and "larger --tp" in err
-    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(
+        "specsim watch: error: give --tp 2, the smallest that holds llama-3.1-70b and its draft with one request here "
+        "(or a smaller --weight-dtype, or --memory-util): llama-3.1-70b does not fit on h100-sxm: the weights take"
+    )
+    assert "larger --tp" not in err and len(err.strip().splitlines()) == 1
     # At TP 2 and 0.89 of the memory the target fits beside vLLM's start-up and the drafter does not: the page
     # speculates, so that engine cannot be the one serving it either.
     with _serve(day, "vllm@0.26.0") as server:

@@ -592,10 +592,9 @@ def load_answer(
     gammas = [0] + ([gamma] if gamma is not None else list(range(1, top + 1)))
     state = served_state(dep, acceptance, gammas, loads, P, O, kind, limits, memory_utilization, context, fixed)
     if gamma is not None and _no_room(state)[1:].any():  # the gamma asked for cannot run: no figures to give for it
-        from specsim.serving.capacity import memory_share, no_room_said
+        from specsim.serving.capacity import no_room_at
 
-        basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
-        raise ValueError(no_room_said(dep, True, state.kv_bytes[1], basis))
+        raise ValueError(no_room_at(dep, True, state.kv_bytes[1], memory_utilization, limits, P + O))
     if not (np.isfinite(rtol) and 0 <= rtol < 0.5):
         raise ValueError(f"rtol must be in [0, 0.5), got {rtol!r}")
     best = _best(state, kind, gamma is not None, rtol)

@@ -1020,12 +1020,13 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
         "of prompts alone at 0)"
     )
     print(answer.model_error.said(rtol))  # (the command's --rtol, where it has one)
-    from specsim.serving.capacity import kv_error_said, memory_share, no_room_said
+    from specsim.serving.capacity import kv_error_said, memory_share, no_room_at
 
     dep = answer.deployment
     if answer.speculation_has_no_room:  # the speculating engine cannot start: say why, and what to change
-        basis = memory_share(dep, memory_util, answer.limits.max_batched_tokens, answer.limits.max_num_seqs).where
-        print(f"note: no speculation: {no_room_said(dep, True, answer.state.kv_bytes[1], basis)}", file=sys.stderr)
+        longest = answer.input_tokens + answer.output_tokens
+        said = no_room_at(dep, True, answer.state.kv_bytes[1], memory_util, answer.limits, longest)
+        print(f"note: no speculation: {said}", file=sys.stderr)
     held_by_kv = any("kv cache" in (r["plain"]["limited_by"], r["spec"]["limited_by"]) for r in answer.rows)
     if held_by_kv and memory_util is None:  # the share of memory moves the answer there: say whose it is
         said = memory_share(dep, None, answer.limits.max_batched_tokens, answer.limits.max_num_seqs).where

@@ -65,6 +65,7 @@ __all__ = [
     "DEFAULT_SCRATCH_DRAFT_TOKENS",
     "kv_error_said",
     "no_room_said",
+    "no_room_at",
     "Capacity",
     "capacity",
     "default_scratch_tokens",
@@ -298,10 +299,10 @@ def no_room_said(
 ) -> str:
     """One line for an engine that cannot hold a request beside its weights: ``free`` bytes per GPU left for the KV
     cache (negative: the weights take more than the share leaves them), ``need`` a request's bytes at ``context`` tokens
-    where known, ``basis`` the share's rule; what to change, first where ``fits_at`` (the smallest tensor-parallel size
-    that holds one request, :func:`smallest_fitting_tp`) is known, with ``fits_all`` (users at once, the smallest size
-    that holds them all, None: none in a node) where the question names its users.  The one wording of it (the answers
-    at a load, serve-sim)."""
+    where known, ``basis`` the share's rule; what to change, first: ``fits_at``, the smallest tensor-parallel size that
+    holds one request (:func:`smallest_fitting_tp`; None: none in a node), with ``fits_all`` (users at once, the
+    smallest size that holds them all, None: none in a node) where the question names its users.  The one wording of it
+    (the answers at a load, serve-sim, watch: :func:`no_room_at`)."""
     what = f"{dep.target.name} with {dep.drafter.name}" if speculating else dep.target.name
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else dep.hardware.name
     if free < 0:
@@ -316,8 +317,8 @@ def no_room_said(
             f"{what} on {where} leaves {free / 1e9:.2f} GB per GPU for the KV cache beside the weights, less than one "
             f"request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB)"
         )
+    held = f"{dep.target.name}{' and its draft' if dep.drafter is not None else ''} with one request"
     if fits_at is not None and fits_at > dep.target.tp:
-        held = f"{dep.target.name}{' and its draft' if dep.drafter is not None else ''} with one request"
         users, tp_all = fits_all if fits_all is not None and fits_all[0] > 1 else (1, fits_at)
         more = (
             ""
@@ -331,9 +332,40 @@ def no_room_said(
             f"--memory-util): "
             f"{said}; the engine's share of memory: {basis}"
         )
-    return (
-        f"{said}; the engine's share of memory: {basis}; give a larger --tp, a smaller --weight-dtype, or --memory-util"
-    )
+    if fits_at is None:  # no size of a node holds it: the dtype, the share or the device must change
+        return (
+            f"no tensor-parallel size in a node ({dep.hardware.max_devices} GPUs) holds {held} here: give a smaller "
+            f"--weight-dtype or --memory-util, or a device with more memory: {said}; the engine's share of memory: {basis}"
+        )
+    return f"{said}; the engine's share of memory: {basis}; give a smaller --weight-dtype, or --memory-util"
+
+
+def no_room_at(
+    dep: Deployment,
+    speculating: bool,
+    free: float,
+    memory_utilization: float | None,
+    limits,
+    tokens: float = 1,
+    need: float | None = None,
+    context: float = 0.0,
+    users: int | None = None,
+) -> str:
+    """:func:`no_room_said` for an engine of ``limits`` (its max_batched_tokens and max_num_seqs) at
+    ``memory_utilization`` (None: the engine's own share), leading with the smallest tensor-parallel size that holds one
+    request of ``tokens`` tokens (:func:`smallest_fitting_tp`), and ``users`` of them at once where the question names
+    its users: the one refusal of an engine without room, in every answer at a load and in watch."""
+    basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
+    longest = max(round(float(tokens)), 1)
+
+    def fits(batch: int) -> int | None:
+        return smallest_fitting_tp(
+            dep, longest, memory_utilization, batch, limits.max_batched_tokens, limits.max_num_seqs
+        )
+
+    fits_at = fits(1)
+    fits_all = fits_at if (users or 1) == 1 else fits(users)
+    return no_room_said(dep, speculating, free, basis, need, context, fits_at, (users or 1, fits_all))
 
 
 def kv_error_said(engine: str) -> str:

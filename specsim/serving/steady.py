@@ -364,18 +364,13 @@ def _require_one_request(
     """Refuse a load answer whose plain engine cannot hold one request of these lengths beside the weights: an engine
     that cannot start has no TPOT to give.  A speculating engine without that room is answered, its gammas marked
     "no room" (:func:`engine_population`), and the answer then does not speculate."""
-    from specsim.serving.capacity import memory_share, no_room_said, sequence_kv_bytes, smallest_fitting_tp
+    from specsim.serving.capacity import no_room_at, sequence_kv_bytes
 
     context = input_tokens + output_tokens / 2.0
     need = float(sequence_kv_bytes(dep, context, with_draft=False))
     if kv[0] < need:
-        basis = memory_share(dep, share, limits.max_batched_tokens, limits.max_num_seqs).where
-        longest = max(round(input_tokens + output_tokens), 1)
-        fits = [
-            smallest_fitting_tp(dep, longest, share, n, limits.max_batched_tokens, limits.max_num_seqs)
-            for n in (1, users or 1)
-        ]
-        raise NoRoom(no_room_said(dep, False, kv[0], basis, need, context, fits[0], (users or 1, fits[1])))
+        longest = input_tokens + output_tokens
+        raise NoRoom(no_room_at(dep, False, kv[0], share, limits, longest, need, context, users))
 
 
 def served_state(

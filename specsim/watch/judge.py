@@ -219,7 +219,7 @@ class Judge:
 
     def __init__(self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None):
         from specsim.answers.verdict import model_error
-        from specsim.serving.capacity import free_kv_bytes, memory_share, no_room_said
+        from specsim.serving.capacity import free_kv_bytes, no_room_at
 
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
         # answer at a load refuses it, rather than judged as an engine with one request running.
@@ -229,8 +229,7 @@ class Judge:
         )
         for speculating in (False, True):
             if free[speculating] <= 0:
-                basis = memory_share(dep, memory_utilization, limits.max_batched_tokens, limits.max_num_seqs).where
-                raise ValueError(no_room_said(dep, speculating, free[speculating], basis))
+                raise ValueError(no_room_at(dep, speculating, free[speculating], memory_utilization, limits))
         # A calibration's held-out error is of its runs at their own acceptance; every window is judged at the one it
         # measured (the thresholds at others still): set aside, saying why, where it is of an acceptance (judged_at).
         engine = dep.engine.judged_at(LIVE_ACCEPTANCE, LIVE_ACCEPTANCE)
