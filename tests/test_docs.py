@@ -175,3 +175,19 @@ def test_the_python_blocks_of_a_page_run(page, tmp_path, monkeypatch):
         if "specsim.harness" in block and not has_torch:
             continue
         exec(compile(block.replace("/tmp/", f"{tmp_path}/"), f"{page}, python block {i}", "exec"), namespace)
+
+
+def test_the_index_answers_what_to_run_at_n_users(capsys):
+    """docs/index.md's task table had no row for a question a new user asks first, what to run at N users; its row
+    names the command that answers at a concurrency, and that command, with N, P and O given, answers it."""
+    from specsim.cli.main import main
+
+    rows = [line for line in (REPO / "docs" / "index.md").read_text().splitlines() if line.startswith("| ")]
+    (row,) = [r for r in rows if "N users" in r.split("|")[1]]
+    (command,) = [span for span in re.findall(r"`([^`]+)`", row) if span.startswith("specsim ")]
+    argv = command.split()[1:]
+    assert argv[0] == "optimal-gamma" and "--concurrency" in argv, command
+    given = {"N": "8", "P": "1000", "O": "256"}
+    assert main([given.get(word, word) for word in argv]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("concurrency 8 ") for line in out.splitlines()), out
