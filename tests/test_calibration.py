@@ -1655,6 +1655,7 @@ def test_runs_that_give_no_lengths_leave_the_calibrations_lengths_unknown_and_th
     record = serving_record(runs, EngineLimits(256, 2048))
     assert record == {
         "max_num_seqs": 256,
+        "max_num_seqs_from": None,
         "spec_max_num_seqs": None,
         "max_batched_tokens": 2048,
         "memory_util": None,
@@ -2448,6 +2449,53 @@ def test_a_vllm_bench_serve_file_beside_an_sglang_one_is_one_servers_runs_said_n
     assert main(argv) == 0
     out = capsys.readouterr()
     assert "engine sglang, its current release: the files' backend" in out.out + out.err
+
+
+@PLAN_GROUP
+def test_a_plan_calibration_records_that_bench_plan_chose_its_max_num_seqs_and_answers_say_it_where_it_binds(
+    tmp_path, capsys, plan_calibration
+):
+    """calibrate-engine --plan kept the plan's servers' max_num_seqs (32, its largest concurrency) without saying who
+    chose it, and an answer at 64 users from it read "do not speculate (limited by max_num_seqs)" with no word of where
+    32 came from.  The serving record now says bench-plan chose it, and an answer says so once where it holds users
+    back (not where it does not, nor where --max-num-seqs is given); a file written before the record reads as it did,
+    with nothing said."""
+    from specsim import Deployment
+    from specsim.answers.load import load_answer
+    from specsim.calibration.file import read_calibration
+
+    chose = f"bench-plan set to the plan's largest load ({PLAN}: its run.sh starts each server with it)"
+    record = yaml.safe_load(plan_calibration.read_text())
+    assert record["serving"]["max_num_seqs"] == 32 and record["serving"]["max_num_seqs_from"] == chose
+    argv = ["optimal-gamma", "--calibration", str(plan_calibration), "--input-len", "2000", "--output-len", "300"]
+    assert main([*argv, "--concurrency", "16,64"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "bench-plan" in line]
+    assert said == [
+        f"note: limited by max_num_seqs 32 at concurrency 64, which {chose}; give --max-num-seqs to answer for your "
+        "server's"
+    ]
+    for more in (["--concurrency", "16"], ["--concurrency", "64", "--max-num-seqs", "32"]):
+        assert main([*argv, *more]) == 0 and "bench-plan" not in capsys.readouterr().err, more
+    # The library's answer says it too, naming its keyword.
+    dep = Deployment.build(calibration=read_calibration(str(plan_calibration)))
+    answer = load_answer(dep, 0.72, "alpha 0.72", "concurrency", [16, 64], 2000, 300)
+    assert answer.planned_limit_said() == (
+        f"limited by max_num_seqs 32 at concurrency 64, which {chose}; give max_num_seqs to answer for your server's"
+    )
+    # A file written before the record (no max_num_seqs_from, sealed without it) is read, the limit kept, nothing said.
+    del record["serving"]["max_num_seqs_from"]
+    record["fit_sha256"] = fit_digest(record)
+    older = tmp_path / "older.yaml"
+    older.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(older), *argv[3:], "--concurrency", "16,64"]) == 0
+    out, err = capsys.readouterr()
+    assert "max_num_seqs 32" in out and "limited by max_num_seqs" in out and "bench-plan" not in err
+    # One whose record of it is not text is refused in one line.
+    record["serving"]["max_num_seqs_from"] = 3
+    older.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(older), "--batch", "1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith("serving: max_num_seqs_from must be who chose max_num_seqs (text), or null, got 3"), line
 
 
 @PLAN_GROUP

@@ -403,6 +403,24 @@ class LoadAnswer(Framed):
         out = np.broadcast_to(np.asarray(s.output_tokens_per_s, dtype=float), s.tpot_s.shape)[:, j]
         return f"{_change(out[i] / out[0] - 1)} output tok/s"
 
+    def planned_limit_said(self, max_num_seqs_given: bool = False) -> str:
+        """One line where the engine's max_num_seqs holds users back at some load (either arm) and that limit is a
+        calibration's whose ``serving`` record says bench-plan chose it (the plan's largest load:
+        :func:`specsim.calibration.plan.servers_max_num_seqs`, carried in the preset's ``served_limits``), not one
+        ``max_num_seqs_given``: the limit, who set it and how to answer for another server's; "" otherwise."""
+        served = self.deployment.engine.served_limits
+        seqs, who = self.limits.max_num_seqs, None if served is None or len(served) < 6 else served[5]
+        if max_num_seqs_given or not who or served[0] != seqs:
+            return ""
+        arms = [arm for arm in ("plain", "spec") if int(self.limits.seqs(arm == "spec")) == seqs]
+        at = [r["load"] for r in self.rows if any(r[arm]["limited_by"] == "max_num_seqs" for arm in arms)]
+        if not at:
+            return ""
+        return (
+            f"limited by max_num_seqs {seqs} at {', '.join(at)}, which {who}; give {given_as('max_num_seqs')} to answer "
+            "for your server's"
+        )
+
     def _held_back(self, j: int) -> str:
         """Why no gamma pays at load ``j`` where the speculating engine holds fewer requests than the plain one: the
         best gamma's :meth:`_fewer_held` ("" where it holds as many)."""

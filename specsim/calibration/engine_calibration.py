@@ -197,6 +197,8 @@ class EngineCalibration:
     floor: PlainFloor | None = None  #: the plain runs under the least the model gives them (:func:`plain_floor`)
     #: where the prefix-cache share the fit took came from (``--prefix-hit`` or a /metrics page's counters; None: none)
     prefix_hit_from: str | None = None
+    #: who chose the max_num_seqs of ``limits`` (bench-plan's plan, where the runs are its; None: not said)
+    max_num_seqs_from: str | None = None
 
     def __repr__(self) -> str:  # a notebook's echo: the runs, the held-out error and each term's status, not every run
         kinds = [getattr(r, "kind", None) for r in self.runs]
@@ -238,6 +240,7 @@ class EngineCalibration:
             steps,
             shares[0] if shares is not None else None,
             self.prefix_hit_from,
+            self.max_num_seqs_from,
         )
 
     def summary(self, out=None) -> dict:
@@ -542,6 +545,7 @@ def calibrate_engine(
     prefix_hit: tuple | None = None,
     memory_utilization: float | None = None,
     done=None,
+    max_num_seqs_from: str | None = None,
 ) -> EngineCalibration:
     """Fit the engine's terms to ``runs`` (with the ``files`` they were read from and the ``notes`` of reading them),
     served by ``engine`` (``vllm@0.20.0``, or the preset :func:`specsim.engines.get_engine` resolved it to) on ``hardware`` with ``target`` at tensor parallelism ``tp``, the
@@ -553,7 +557,9 @@ def calibrate_engine(
     ``weight_dtype`` and ``kv_dtype`` the target's weight and KV-cache formats (None: the model's own, bf16);
     ``prefix_hit``: (the share of the runs' prompt tokens their engine's prefix cache served, where that comes from),
     which the fit's prefills and the file keep (:meth:`specsim.serving.limits.EngineLimits.prompt_split`; default
-    none); ``done`` is called after each fit (a progress bar).  ``specsim calibrate-engine`` reads the runs from
+    none); ``done`` is called after each fit (a progress bar); ``max_num_seqs_from``: who chose the max_num_seqs of
+    ``limits`` (bench-plan's plan: :func:`specsim.calibration.plan.servers_max_num_seqs`), which the file keeps and the
+    answers from it say where it holds users back.  ``specsim calibrate-engine`` reads the runs from
     benchmark files; a fit needs runs without speculation and with it:
 
     >>> calibrate_engine([], [], [], hardware="h100-sxm", target="llama-3.1-8b", engine="vllm")
@@ -666,4 +672,5 @@ def calibrate_engine(
         memory_utilization,
         plain_floor(fit, dep, limits, kv),
         prefix_hit[1] if prefix_hit is not None and limits.prefix_hit else None,
+        max_num_seqs_from,
     )

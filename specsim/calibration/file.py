@@ -275,7 +275,8 @@ class Calibration:
     @property
     def served_limits(self) -> tuple | None:
         """(max_num_seqs, max_batched_tokens, the speculating server's max_num_seqs where it differs, where they come
-        from, the prefix-cache hit share the runs were fitted with): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
+        from, the prefix-cache hit share the runs were fitted with, who chose the max_num_seqs: bench-plan's plan where
+        it did, None where the file does not say): the limits its runs were served under (its ``serving`` record), which the preset it calibrates carries
         (its ``served_limits``), so that every answer on it, the library's as the commands', takes them for a limit
         not given; None in a file written before the record was."""
         if self.serving is None:
@@ -284,7 +285,15 @@ class Calibration:
         where = f"the limits {self.name}'s runs were fitted under"  # (the label names a prefix-cache hit share)
         if s.get("prefix_hit") and s.get("prefix_hit_from"):
             where += f", its prefix-cache share from {s['prefix_hit_from']}"
-        return s["max_num_seqs"], s["max_batched_tokens"], s.get("spec_max_num_seqs"), where, s.get("prefix_hit", 0.0)
+        seqs_from = s.get("max_num_seqs_from")
+        return (
+            s["max_num_seqs"],
+            s["max_batched_tokens"],
+            s.get("spec_max_num_seqs"),
+            where,
+            s.get("prefix_hit", 0.0),
+            seqs_from,
+        )
 
     def apply(self, preset, drafter: type | None = None):
         """``preset`` with this calibration's fitted terms (:func:`apply_to_engine`); ``drafter``: the class of the
@@ -308,6 +317,7 @@ def calibration_mapping(
     acceptance_steps: int | None = None,
     acceptance_per_position: tuple | None = None,
     prefix_hit_from: str | None = None,
+    max_num_seqs_from: str | None = None,
 ) -> dict:
     """The calibration file's content: the fit of :func:`specsim.calibration.engine_fit.fit_engine` on ``dep``; ``engine_spec``
     the engine and release the runs were served by (``vllm@0.20.0``), which every writer of the calibrated deployment
@@ -315,7 +325,7 @@ def calibration_mapping(
     (:class:`~specsim.serving.steady.EngineLimits`), kept with the runs' mean lengths (:func:`serving_record`);
     ``acceptance_per_position`` the per-position shares the acceptance's runs recorded, which answers from the file take
     (:func:`read_calibration`) where the acceptance's alpha is the chain's; ``prefix_hit_from`` where the limits'
-    prefix-cache share came from (kept beside it)."""
+    prefix-cache share came from (kept beside it), ``max_num_seqs_from`` who chose its max_num_seqs."""
     import datetime
 
     from specsim.describe.hardware import profile_to_mapping
@@ -387,7 +397,7 @@ def calibration_mapping(
         "warnings": list(fit.warnings),
     }
     if limits is not None:
-        record["serving"] = serving_record(fit.runs, limits, memory_utilization, prefix_hit_from)
+        record["serving"] = serving_record(fit.runs, limits, memory_utilization, prefix_hit_from, max_num_seqs_from)
     if acceptance is not None:  # with the deepest draft step it was measured at (acceptance_steps; None: unknown)
         record["acceptance"] = (
             {"alpha": acceptance.alpha} if acceptance.alpha is not None else {"cumulative": list(acceptance.cumulative)}
@@ -420,10 +430,15 @@ def fit_digest(record: dict) -> str:
 
 
 def serving_record(
-    runs: list, limits, memory_utilization: float | None = None, prefix_hit_from: str | None = None
+    runs: list,
+    limits,
+    memory_utilization: float | None = None,
+    prefix_hit_from: str | None = None,
+    max_num_seqs_from: str | None = None,
 ) -> dict:
     """What the runs were served at, for the commands that answer at a load from the file: the engine's max_num_seqs
-    and token budget the fit used, its memory setting (``--memory-util``; None: the engine's own), the prefix-cache
+    and token budget the fit used (``max_num_seqs_from``: who chose that max_num_seqs, bench-plan's plan where it did;
+    None: not said), its memory setting (``--memory-util``; None: the engine's own), the prefix-cache
     share and where it came from (``prefix_hit_from``: ``--prefix-hit`` or a /metrics page; None: none), the runs' mean prompt
     and output tokens, and whether every run is within
     :data:`specsim.calibration.runs.SAME_LENGTHS` of those (one workload's lengths, which the commands then take as
@@ -434,6 +449,7 @@ def serving_record(
     outputs = np.array([float(c.run.output_tokens) for c in runs])
     record = {
         "max_num_seqs": int(limits.max_num_seqs),
+        "max_num_seqs_from": max_num_seqs_from,  # who chose it (the answers say it where it holds users back)
         # A speculating engine's own where it differs (SGLang's 48 without --max-running-requests); None: the same.
         "spec_max_num_seqs": None if limits.spec_max_num_seqs is None else int(limits.spec_max_num_seqs),
         "max_batched_tokens": int(limits.max_batched_tokens),
@@ -660,10 +676,12 @@ def _read_serving(where: str, raw: object) -> dict | None:
         raise ValueError(f"{where}: serving must be a mapping (max_num_seqs, max_batched_tokens, ...), got {raw!r:.60}")
     # (a file written before 2026-12-04 has no memory_util, one before 2026-12-05 no spec_max_num_seqs)
     # (a file written before 2026-12-07 has no prefix_hit: its fit prefilled every prompt token)
-    # (one written on 2026-12-07 before its prefix_hit_from: where its share came from, not said)
+    # (one written on 2026-12-07 before its prefix_hit_from: where its share came from, not said; before its
+    # max_num_seqs_from: who chose its max_num_seqs, not said)
     raw = {"memory_util": None, "spec_max_num_seqs": None, "prefix_hit": 0.0, "prefix_hit_from": None} | raw
+    raw = {"max_num_seqs_from": None} | raw
     known = ("max_num_seqs", "max_batched_tokens", "spec_max_num_seqs", "input_tokens", "output_tokens")
-    known += ("lengths_alike", "memory_util", "prefix_hit", "prefix_hit_from")
+    known += ("lengths_alike", "memory_util", "prefix_hit", "prefix_hit_from", "max_num_seqs_from")
     for key in known:
         if key not in raw:
             raise ValueError(f"{where}: serving: the key {key!r} is missing")
@@ -692,6 +710,11 @@ def _read_serving(where: str, raw: object) -> dict | None:
             raw["prefix_hit_from"] is None
             or (isinstance(raw["prefix_hit_from"], str) and raw["prefix_hit_from"] != ""),
             "where the share came from (text), or null",
+        ),
+        "max_num_seqs_from": (
+            raw["max_num_seqs_from"] is None
+            or (isinstance(raw["max_num_seqs_from"], str) and raw["max_num_seqs_from"] != ""),
+            "who chose max_num_seqs (text), or null",
         ),
     }
     unknown = raw["input_tokens"] is None and raw["output_tokens"] is None and raw["lengths_alike"] is False

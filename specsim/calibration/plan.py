@@ -46,6 +46,7 @@ __all__ = [
     "plan_deployment",
     "plan_files",
     "read_plan",
+    "servers_max_num_seqs",
 ]
 
 #: The schema of plan.yaml.
@@ -615,6 +616,18 @@ def plan_files(plan: BenchPlan) -> dict[str, str]:
         "plan.yaml": yaml.safe_dump(plan.to_dict(), sort_keys=False),
         **extra,
     }
+
+
+def servers_max_num_seqs(plan: dict, path: str) -> tuple[int, str]:
+    """(the max_num_seqs the servers of the plan read from ``path`` were started with, who chose it): each writer's
+    server() starts them at the plan's largest concurrency (its run.sh), which a calibration from its runs keeps and
+    records (its ``serving`` record's ``max_num_seqs_from``), and the answers from it say where it holds users back.
+
+    >>> servers_max_num_seqs({"runs": [{"concurrency": 1}, {"concurrency": 32}]}, "plan/plan.yaml")[1]
+    "bench-plan set to the plan's largest load (plan/plan.yaml: its run.sh starts each server with it)"
+    """
+    seqs = max(int(r["concurrency"]) for r in plan["runs"])
+    return seqs, f"bench-plan set to the plan's largest load ({path}: its run.sh starts each server with it)"
 
 
 def read_plan(path: str) -> dict:

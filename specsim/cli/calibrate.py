@@ -63,7 +63,9 @@ def _inputs(args: argparse.Namespace) -> tuple:
             raise ValueError(f"--plan names the deployment and its runs: drop {', '.join(given)}")
         plan, runs, files, notes = runs_from_plan(args.plan)
         if args.max_num_seqs is None:  # the plan's servers hold its largest load (bench-plan's run.sh sets it)
-            args.max_num_seqs = max(int(r["concurrency"]) for r in plan["runs"])
+            from specsim.calibration.plan import servers_max_num_seqs
+
+            args.max_num_seqs, args.max_num_seqs_from = servers_max_num_seqs(plan, args.plan)
             notes.append(
                 f"max_num_seqs {args.max_num_seqs}: what the plan's servers were started with (its run.sh: the largest "
                 "concurrency it runs)"
@@ -200,6 +202,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
             prefix_hit=prefix_hit,
             memory_utilization=args.memory_util,
             done=done,
+            max_num_seqs_from=getattr(args, "max_num_seqs_from", None),
         )
     if out is not None:
         import yaml

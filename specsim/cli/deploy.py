@@ -105,9 +105,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     if answer.load is not None and args.format == "table":  # the loads first (in JSON or a configuration, not at all)
         from specsim.cli.model import _print_load
 
-        _print_load(
-            answer.load, dep, getattr(args, "limits_said", ""), getattr(args, "memory_util", None), "rtol" in vars(args)
-        )
+        _print_load(answer.load, dep, args, getattr(args, "memory_util", None), "rtol" in vars(args))
         print()
     ranges = answer.ranges
     if args.per_batch == "require":

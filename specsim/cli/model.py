@@ -872,7 +872,7 @@ def run_at_load(args: argparse.Namespace, kind: str, loads: list, gamma: int | N
         print_json(answer.records(args.limits_said))
         print_notes(dep, short)
         return 0
-    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None), "rtol" in vars(args))
+    _print_load(answer, dep, args, getattr(args, "memory_util", None), "rtol" in vars(args))
     print_notes(dep, short)
     return 0
 
@@ -941,8 +941,11 @@ def _capacity_said(row: dict) -> str:
     return f"speculating cannot serve this rate; plain decoding keeps up at TPOT {row['plain']['tpot_s'] * 1e3:.2f} ms"
 
 
-def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = None, rtol: bool = False) -> None:
+def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None = None, rtol: bool = False) -> None:
+    """The load answer's table and notes; ``args`` the command's (its engine limits' clause, --max-num-seqs)."""
     from specsim.cli import report
+
+    limits_said = getattr(args, "limits_said", "")
 
     print(describe(dep, int(mean_context_tokens(answer.input_tokens, answer.output_tokens))))
     top = int(answer.state.gamma[-1, 0])
@@ -1093,6 +1096,8 @@ def _print_load(answer, dep, limits_said: str = "", memory_util: float | None = 
                 f"holds more: {more}",
                 file=sys.stderr,
             )
+    if said := answer.planned_limit_said(getattr(args, "max_num_seqs", None) is not None):  # the plan's limit binds
+        print(f"note: {said}", file=sys.stderr)
 
 
 def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
@@ -1111,7 +1116,7 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
         print_json(rows)
         print_notes(dep)
         return 0
-    _print_load(answer, dep, args.limits_said, getattr(args, "memory_util", None), "rtol" in vars(args))
+    _print_load(answer, dep, args, getattr(args, "memory_util", None), "rtol" in vars(args))
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
     print(
         "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "

@@ -305,7 +305,7 @@ def default_limits(preset: EnginePreset, hardware, offline: bool = False) -> Def
     engine = REGISTRY.get(preset.name)
     own = None if engine is None else engine.default_limits(preset, hardware, offline)
     if preset.served_limits is not None:  # a calibration's: its runs' server, whose prompts ride as the engine's do
-        seqs, tokens, spec_seqs, where, hit = preset.served_limits
+        seqs, tokens, spec_seqs, where, hit = preset.served_limits[:5]
         return DefaultLimits(seqs, tokens, where, spec_seqs, own is not None and own.prefill_apart, hit)
     if own is not None:
         return own

@@ -254,7 +254,8 @@ class EnginePreset:
     #: for a shipped preset, whose error is the corpus's (:func:`specsim.answers.verdict.model_error`).
     held_out_error: tuple | None = field(default=None, compare=False)
     #: The limits a calibration's runs were served under, (max_num_seqs, max_batched_tokens, the speculating server's
-    #: max_num_seqs where it differs, where they come from, the prefix-cache hit share they were fitted with) (:meth:`specsim.calibration.file.Calibration.served_limits`):
+    #: max_num_seqs where it differs, where they come from, the prefix-cache hit share they were fitted with, who chose
+    #: the max_num_seqs where the file says) (:meth:`specsim.calibration.file.Calibration.served_limits`):
     #: what an answer on this preset takes for a limit not given (:func:`specsim.engines.default_limits`); None for a
     #: shipped preset, which takes the engine's own.
     served_limits: tuple | None = field(default=None, compare=False)
