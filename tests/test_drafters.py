@@ -621,8 +621,8 @@ def test_drafters_describe_themselves_with_their_basis():
     "spec, options, ngram, message",
     [
         ("ngram:x", {}, None, "ngram takes no path"),
-        ("ngram", {"weight_dtype": "fp8"}, None, "--draft ngram runs no network"),
-        ("ngram", {"tp": 2}, None, "--draft ngram runs no network"),
+        ("ngram", {"weight_dtype": "fp8"}, None, "draft ngram runs no network"),
+        ("ngram", {"tp": 2}, None, "draft ngram runs no network"),
         ("llama-3.2-1b", {}, 1e-9, "ngram_cpu_s_per_token applies to draft ngram only"),
         ("eagle3", {}, 1e-9, "ngram_cpu_s_per_token applies to draft ngram only"),
     ],
@@ -648,13 +648,14 @@ def test_drafter_names_and_exact_messages():
         ),
         (
             lambda: make_drafter("mtp", target),
-            "--draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers "
+            "draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers "
             "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3",
         ),
         (lambda: make_drafter("ngram:x", target), "ngram takes no path"),
         (
             lambda: make_drafter("ngram", target, {"kv_dtype": "fp8"}),
-            "--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
+            "draft ngram runs no network: draft_options['weight_dtype'], draft_options['kv_dtype'] and "
+            "draft_options['tp'] do not apply",
         ),
         (
             lambda: make_drafter("llama-3.2-1b", target, ngram_cpu_s_per_token=1e-9),
@@ -855,7 +856,9 @@ def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(
 def test_ngram_has_no_default_acceptance_and_says_what_to_pass():
     from specsim.speculation.drafters import NgramDrafter
 
-    with pytest.raises(ValueError, match=r"n-gram acceptance depends on the workload.*--acceptance 0\.4434,0\.4051"):
+    with pytest.raises(
+        ValueError, match=r"n-gram acceptance depends on the workload.*measured acceptance 0\.4434,0\.4051"
+    ):
         NgramDrafter.default_acceptance()
 
 
@@ -864,18 +867,18 @@ def test_drafter_keywords_are_case_blind_and_a_near_miss_is_named():
     assert make_drafter("EAGLE3", target).kind == "eagle3"
     with pytest.raises(
         KeyError,
-        match=r"--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean --draft eagle3\?",
+        match=r"; draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean draft eagle3\?",
     ):
         make_drafter("eagle-3", target)
     # Separators are dropped before matching: "M---T---P" is mtp (difflib alone scores it 0.5, under the 0.6 cutoff).
-    with pytest.raises(KeyError, match=r"did you mean --draft mtp\?"):
+    with pytest.raises(KeyError, match=r"did you mean draft mtp\?"):
         make_drafter("M---T---P", target)
-    with pytest.raises(KeyError, match=r"did you mean --draft ngram\?"):
+    with pytest.raises(KeyError, match=r"did you mean draft ngram\?"):
         make_drafter("n___g___r___a___m", target)
     # A name near nothing gets the list and no guess.
     with pytest.raises(
         KeyError,
-        match="--draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix$",
+        match="; draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix$",
     ):
         make_drafter("zzzzqqq", target)
 
@@ -971,7 +974,7 @@ def test_the_published_citations_and_default_labels_are_printed_exactly():
         default_acceptance("ngram")
     assert str(err.value) == (
         "n-gram acceptance depends on the workload (how often the output repeats the prompt): pass "
-        "--alpha, --acceptance or --metrics; on code editing vLLM PR #24344 measured --acceptance "
+        "alpha, acceptance or metrics; on code editing vLLM PR #24344 measured acceptance "
         "0.4434,0.4051,0.3832,0.3722,0.3613 (per position, passes without a match included)"
     )
 

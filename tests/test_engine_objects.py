@@ -36,12 +36,20 @@ def test_every_engine_runs_the_draft_at_the_targets_tp_unless_asked_and_says_wha
             tp, line = engine.draft_tp(preset, separate, 4, None)
             assert tp == 4 and line.startswith("draft at TP 4"), (name, separate)
     # An ask that does not apply is named (SGLang and TensorRT-LLM take none; vLLM builds heads at the target's TP).
-    assert REGISTRY["sglang"].draft_tp(get_engine("sglang"), True, 4, 1)[1].endswith("; --draft-tp 1 does not apply")
-    assert REGISTRY["trtllm"].draft_tp(get_engine("trtllm"), True, 4, 1)[1].endswith("; --draft-tp 1 does not apply")
+    assert (
+        REGISTRY["sglang"]
+        .draft_tp(get_engine("sglang"), True, 4, 1)[1]
+        .endswith("; draft_options['tp'] 1 does not apply")
+    )
+    assert (
+        REGISTRY["trtllm"]
+        .draft_tp(get_engine("trtllm"), True, 4, 1)[1]
+        .endswith("; draft_options['tp'] 1 does not apply")
+    )
     assert REGISTRY["vllm"].draft_tp(get_engine("vllm"), False, 4, 1) == (
         4,
         "draft at TP 4: vLLM builds EAGLE and MTP heads at the target's TP, draft_tensor_parallel_size notwithstanding "
-        "(vllm-project/vllm#31345; #31886 open); --draft-tp 1 has no effect there",
+        "(vllm-project/vllm#31345; #31886 open); draft_options['tp'] 1 has no effect there",
     )
     # vLLM 0.15-0.16 ran a draft model on one GPU beside a sharded target; 0.17-0.33 refuse it, and a preset
     # name stands for its newest release (vllm@0.14 is 0.27.0, which refuses it too).
@@ -58,8 +66,8 @@ def test_every_engine_runs_the_draft_at_the_targets_tp_unless_asked_and_says_wha
 
 def test_without_an_engine_the_draft_tp_is_what_was_asked_else_one():
     none = get_engine("none")
-    assert draft_tp(none, True, 4, None) == (1, "draft at TP 1 (no engine named; --draft-tp to change)")
-    assert draft_tp(none, True, 4, 2) == (2, "draft at TP 2 (--draft-tp)")
+    assert draft_tp(none, True, 4, None) == (1, "draft at TP 1 (no engine named; draft_options['tp'] to change)")
+    assert draft_tp(none, True, 4, 2) == (2, "draft at TP 2 (draft_options['tp'])")
 
 
 # -- per-batch control and the one static length ------------------------------------------------------------------------
@@ -246,7 +254,7 @@ def test_an_engine_specsim_does_not_know_runs_no_drafter_and_the_refusal_lists_t
     with pytest.raises(ValueError) as refused:
         Eagle3Head.support("tgi")
     assert str(refused.value) == (
-        f"tgi does not run {Eagle3Head.label} (--draft eagle3) in any release: not among its drafting methods; "
+        f"tgi does not run {Eagle3Head.label} (draft eagle3) in any release: not among its drafting methods; "
         f"engines that do: {takes}"
     )
 

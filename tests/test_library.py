@@ -1664,6 +1664,82 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             "input_tokens needs two prompt lengths",
             "--input-tokens needs two prompt lengths",
         ),
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "ngram", draft_options={"tp": 2}),
+            ["optimal-gamma", "--draft", "ngram", "--draft-tp", "2", "--alpha", "0.8", "--batch", "1"],
+            "draft ngram runs no network: draft_options['weight_dtype'], draft_options['kv_dtype'] and "
+            "draft_options['tp'] do not apply",
+            "--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build(
+                "h100-sxm", "llama-3.1-8b", "suffix", draft_options={"kv_dtype": "fp8"}
+            ),
+            ["optimal-gamma", "--draft", "suffix", "--draft-kv-dtype", "fp8", "--alpha", "0.8", "--batch", "1"],
+            "draft suffix runs no network: draft_options['weight_dtype']",
+            "--draft suffix runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "mtp"),
+            ["optimal-gamma", "--draft", "mtp", "--alpha", "0.8", "--batch", "1"],
+            "draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers",
+            "--draft mtp: the target llama-3.1-8b's config declares no multi-token-prediction layers",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "eagel3"),
+            ["optimal-gamma", "--draft", "eagel3", "--alpha", "0.8", "--batch", "1"],
+            "; draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean "
+            "draft eagle3?",
+            "; --draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you "
+            "mean --draft eagle3?",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "dflash", engine="vllm@0.10"),
+            ["optimal-gamma", "--draft", "dflash", "--engine", "vllm@0.10", "--alpha", "0.8", "--batch", "1"],
+            "a DFlash block-diffusion drafter (draft dflash) runs from vllm 0.20.0",
+            "a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0",
+        ),
+        (
+            lambda dep: _lib("specsim.Deployment").build(
+                "h100-sxm",
+                "llama-3.1-70b",
+                "llama-3.2-1b",
+                engine="vllm@0.24.0",
+                target_options={"tp": 4},
+                draft_options={"tp": 1},
+            ),
+            ["optimal-gamma", "--target", "llama-3.1-70b", "--tp", "4", "--draft", "llama-3.2-1b", "--draft-tp", "1"]
+            + ["--engine", "vllm@0.24.0", "--alpha", "0.8", "--batch", "1"],
+            "drop draft_options['tp'], or model vllm@0.15",
+            "drop --draft-tp, or model vllm@0.15",
+        ),
+        (
+            lambda dep: _lib("specsim.resolve_acceptance")(
+                _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "pard", engine="vllm@0.24.0")
+            ),
+            ["optimal-gamma", "--draft", "pard", "--engine", "vllm@0.24.0", "--batch", "1"],
+            "so it gives no per-token rate: pass alpha, acceptance or metrics",
+            "so it gives no per-token rate: pass --alpha, --acceptance or --metrics",
+        ),
+        (
+            lambda dep: _lib("specsim.watch.sources.EndpointSource")("127.0.0.1:8000", None),
+            ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--url", "127.0.0.1:8000", "--once"],
+            "url '127.0.0.1:8000' has no scheme: give http://127.0.0.1:8000",
+            "--url '127.0.0.1:8000' has no scheme: give http://127.0.0.1:8000",
+        ),
+        (
+            lambda dep: _lib("specsim.watch.sources.PrometheusSource")("127.0.0.1:9", None),
+            ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--prometheus", "127.0.0.1:9", "--once"],
+            "url '127.0.0.1:9' has no scheme",
+            "--prometheus '127.0.0.1:9' has no scheme",
+        ),
+        (
+            lambda dep: _lib("specsim.watch.sources.selector_matchers")("job=vllm"),
+            ["watch", "--engine", "vllm@0.26.0", "--draft", "llama-3.2-1b", "--prometheus", "http://127.0.0.1:9"]
+            + ["--selector", "job=vllm", "--once"],
+            "selector 'job=vllm' is not a list of label matchers",
+            "--selector 'job=vllm' is not a list of label matchers",
+        ),
     ],
 )
 def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(

@@ -488,7 +488,7 @@ def test_trtllm_notes_options_and_draft_tp_are_exact():
     assert trtllm_options(tp2, {"x": 1}) == {"tensor_parallel_size": 2, "speculative_config": {"x": 1}}
     assert draft_tp(None, True, 2, None)[1].endswith("(no draft TP key; #11838 closed)")
     assert draft_tp(None, True, 2, 2)[1].endswith("#11838 closed)") and draft_tp(None, True, 2, 1)[1].endswith(
-        "; --draft-tp 1 does not apply"
+        "; draft_options['tp'] 1 does not apply"
     )
 
 
@@ -536,13 +536,13 @@ def test_vllm_draft_tp_lines_are_exact():
     assert draft_tp(latest, True, 2, None) == (
         2,
         "draft at TP 2: vLLM's default draft_tensor_parallel_size, the target's "
-        "(--draft-tp 1 for a draft model on one GPU: vLLM 0.15-0.16 only)",
+        "(draft_options['tp'] 1 for a draft model on one GPU: vLLM 0.15-0.16 only)",
     )
     with pytest.raises(ValueError) as err:
         draft_tp(get_engine("vllm@0.33.0"), True, 2, 1)
     assert str(err.value) == (
         "vLLM 0.17-0.33 refuse a draft model at TP 1 beside a target at TP 2 ('draft_tensor_parallel_size' and "
-        "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
+        "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop draft_options['tp'], or model vllm@0.15"
     )
 
 

@@ -8,7 +8,7 @@ import contextlib
 import contextvars
 from typing import Iterator
 
-__all__ = ["FLAGS", "as_flags", "given_as"]
+__all__ = ["FLAGS", "as_flags", "draft_option", "given_as"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
 #: ``--random-input-len`` and ``--random-output-len`` name them, and the n-gram scan's cost, which the flag gives in ns.
@@ -36,6 +36,19 @@ def given_as(keyword: str, flag: str | None = None) -> str:
     if flag is not None:
         return flag
     return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
+
+
+def draft_option(key: str) -> str:
+    """A draft model's option ``key`` as its caller gave it: an entry of ``draft_options``, as
+    :meth:`specsim.speculation.deployment.Deployment.build` takes it, or the command line's ``--draft-`` flag for it.
+
+    >>> draft_option("tp")
+    "draft_options['tp']"
+    >>> with as_flags():
+    ...     draft_option("weight_dtype")
+    '--draft-weight-dtype'
+    """
+    return given_as(f"draft_options['{key}']", "--draft-" + key.replace("_", "-"))
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from specsim.core.names import draft_option
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import (
     HOST_STEP_UPPER_S,
@@ -290,8 +291,9 @@ def draft_tp(preset: EnginePreset, separate_model: bool, target_tp: int, request
     engine = REGISTRY.get(preset.name)
     if engine is None:
         tp = requested or 1
+        flag = draft_option("tp")
         return tp, f"draft at TP {tp}" + (
-            " (no engine named; --draft-tp to change)" if requested is None else " (--draft-tp)"
+            f" (no engine named; {flag} to change)" if requested is None else f" ({flag})"
         )
     return engine.draft_tp(preset, separate_model, target_tp, requested)
 

@@ -10,6 +10,7 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
+from specsim.core.names import draft_option
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -207,7 +208,8 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
     line = (
         f"draft at TP {target_tp}: SGLang's draft worker shares the target's tensor-parallel group (no draft TP flag)"
     )
-    return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
+    unused = f"; {draft_option('tp')} {requested} does not apply" if requested not in (None, target_tp) else ""
+    return target_tp, line + unused
 
 
 def _sglang_flags(dep, checkpoint: str | None, depth: int, topk: int, tokens: int) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from specsim.core.names import draft_option
 from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
 from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, KvPolicy, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
@@ -120,7 +121,8 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
     """TensorRT-LLM has no separate draft TP (NVIDIA/TensorRT-LLM#11838, draft_tp_size, closed unmerged; no such key in
     tensorrt_llm/llmapi/llm_args.py): the drafter runs at the target's."""
     line = f"draft at TP {target_tp}: TensorRT-LLM runs the drafter at the target's TP (no draft TP key; #11838 closed)"
-    return target_tp, line + (f"; --draft-tp {requested} does not apply" if requested not in (None, target_tp) else "")
+    unused = f"; {draft_option('tp')} {requested} does not apply" if requested not in (None, target_tp) else ""
+    return target_tp, line + unused
 
 
 #: draft_len_schedule keys read as inclusive upper batch bounds, the tail above the largest key at 0: the one-model

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from specsim.core.names import draft_option
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -265,11 +266,11 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
             "notwithstanding (vllm-project/vllm#31345; #31886 open)"
         )
         return target_tp, line + (
-            f"; --draft-tp {requested} has no effect there" if requested not in (None, target_tp) else ""
+            f"; {draft_option('tp')} {requested} has no effect there" if requested not in (None, target_tp) else ""
         )
     if requested in (None, target_tp):
         return target_tp, (
-            f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's (--draft-tp 1 "
+            f"draft at TP {target_tp}: vLLM's default draft_tensor_parallel_size, the target's ({draft_option('tp')} 1 "
             "for a draft model on one GPU: vLLM 0.15-0.16 only)"
         )
     release = preset_release(NAME, preset, RANGES)  # the one release the preset stands for (vllm@0.14: 0.27.0)
@@ -278,16 +279,16 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
             f"draft at TP {target_tp}: vLLM {'.'.join(map(str, release))} takes draft_tensor_parallel_size {requested} "
             "(vllm/config/speculative.py L1530-1551) but builds the draft's layers on the worker's tensor-parallel "
             "group, the target's (model_executor/layers/linear.py L304-311; as read in 0.34.0's source, not run); "
-            f"--draft-tp {requested} has no effect there"
+            f"{draft_option('tp')} {requested} has no effect there"
         )
     if release >= (0, 17, 0):
         raise ValueError(
             f"vLLM 0.17-0.33 refuse a draft model at TP {requested} beside a target at TP {target_tp} "
             "('draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same: "
-            "vllm/v1/spec_decode/draft_model.py): drop --draft-tp, or model vllm@0.15"
+            f"vllm/v1/spec_decode/draft_model.py): drop {draft_option('tp')}, or model vllm@0.15"
         )
     return requested, (
-        f"draft at TP {requested} (--draft-tp); vLLM 0.17-0.33 refuse a draft model at another TP "
+        f"draft at TP {requested} ({draft_option('tp')}); vLLM 0.17-0.33 refuse a draft model at another TP "
         f"than the target's {target_tp} (vllm/v1/spec_decode/draft_model.py)"
     )
 

@@ -20,6 +20,8 @@ import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
+from specsim.core.names import given_as
+
 __all__ = ["MAX_PAGE_BYTES", "EndpointSource", "FileSource", "PrometheusSource", "parse_time", "selector_matchers"]
 
 #: Largest page or API reply read: a /metrics page of one engine is tens of kilobytes.
@@ -89,7 +91,7 @@ class EndpointSource:
     """An engine's own metrics page, read at each call of :meth:`read`."""
 
     def __init__(self, url: str, names):
-        url = _check_url(url, "--url")
+        url = _check_url(url, given_as("url"))
         parts = urllib.parse.urlsplit(url)
         self.defaulted_path = parts.path in ("", "/")
         self.url = urllib.parse.urlunsplit(parts._replace(path=names.path)) if self.defaulted_path else url
@@ -185,11 +187,12 @@ def selector_matchers(selector: str | None) -> str:
         m = _MATCHER.match(inner, pos)
         if m is None:
             raise ValueError(
-                f'--selector {selector!r} is not a list of label matchers: give e.g. \'{{job="vllm",instance="a:8000"}}\''
+                f"{given_as('selector')} {selector!r} is not a list"
+                f' of label matchers: give e.g. \'{{job="vllm",instance="a:8000"}}\''
             )
         if m.group(1) == "__name__":
             raise ValueError(
-                "--selector chooses the engine's series by label; specsim names the metrics itself (drop __name__)"
+                f"{given_as('selector')} chooses the engine's series by label; specsim names the metrics itself (drop __name__)"
             )
         parts.append(f'{m.group(1)}{m.group(2)}"{m.group(3)}"')
         pos = m.end()
@@ -264,7 +267,7 @@ class PrometheusSource(_RangeReads):
     """A Prometheus server that scrapes the engine: the metrics at each window's end, over any range it holds."""
 
     def __init__(self, url: str, names, matchers: str = ""):
-        self.url = _check_url(url, "--prometheus").rstrip("/")
+        self.url = _check_url(url, given_as("url", "--prometheus")).rstrip("/")
         self.names, self.matchers = names, matchers
 
     def describe(self) -> str:

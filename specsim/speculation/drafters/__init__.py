@@ -195,8 +195,8 @@ def _unknown_draft(err: KeyError, kind: str) -> UnknownName:
     import difflib
 
     close = difflib.get_close_matches(kind.lower().replace("-", "").replace("_", ""), list(DRAFTERS), n=1, cutoff=0.6)
-    hint = f"; did you mean --draft {close[0]}?" if close else ""
-    return UnknownName(f"{err.args[0]}; --draft also takes a drafter: {', '.join(DRAFTERS)}{hint}")
+    hint = f"; did you mean {given_as('draft')} {close[0]}?" if close else ""
+    return UnknownName(f"{err.args[0]}; {given_as('draft')} also takes a drafter: {', '.join(DRAFTERS)}{hint}")
 
 
 def drafter_runs_on(cls: type[Drafter], spec: str, engine: object) -> None:
@@ -210,7 +210,7 @@ def drafter_runs_on(cls: type[Drafter], spec: str, engine: object) -> None:
     >>> drafter_runs_on(DraftModel, "eagle9", "vllm@0.10")
     Traceback (most recent call last):
     ...
-    specsim.core.limits.UnknownName: unknown model 'eagle9'; specsim models lists the built-in ones (or give a path to a config.json); --draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean --draft eagle?
+    specsim.core.limits.UnknownName: unknown model 'eagle9'; specsim models lists the built-in ones (or give a path to a config.json); draft also takes a drafter: eagle, eagle3, mtp, ngram, peagle, pard, dflash, dspark, suffix; did you mean draft eagle?
     """
     try:
         cls.runs_on(engine)

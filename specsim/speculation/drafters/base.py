@@ -55,7 +55,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from specsim.core.names import given_as
+from specsim.core.names import draft_option, given_as
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
 from specsim.engines.engine import EngineSupport
 from specsim.speculation.acceptance import Acceptance
@@ -189,7 +189,7 @@ class Drafter:
                 for name, s in cls.supported_engines().items()
             )
             raise ValueError(
-                f"{engine} does not run {cls.label} (--draft {cls.spelling or cls.kind}) in any release: {found}; "
+                f"{engine} does not run {cls.label} ({given_as('draft')} {cls.spelling or cls.kind}) in any release: {found}; "
                 f"engines that do: {takes}"
             )
         if version is not None and tuple(version) < s.since:
@@ -201,12 +201,12 @@ class Drafter:
             )
             raise ValueError(
                 f"{named or e.name + ' ' + _version(version)} refuses {e.method_key} {s.name} ({s.where}): "
-                f"{cls.label} (--draft {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}{use}"
+                f"{cls.label} ({given_as('draft')} {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}{use}"
             )
         if version is not None and s.until is not None and tuple(version) > s.until:
             last = f"{s.until[0]}.{s.until[1]}"
             raise ValueError(
-                f"{named or e.name + ' ' + _version(version)} refuses {cls.label} (--draft {cls.spelling or cls.kind}): "
+                f"{named or e.name + ' ' + _version(version)} refuses {cls.label} ({given_as('draft')} {cls.spelling or cls.kind}): "
                 f"{s.until_where}; it runs on {e.name} {_version(s.since)} to {last}: use {e.name}@{last}.0, or another "
                 "drafter"
             )
@@ -228,7 +228,7 @@ class Drafter:
         >>> DFlashDrafter.runs_on("vllm@0.10")
         Traceback (most recent call last):
         ...
-        ValueError: vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)): a DFlash block-diffusion drafter (--draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
+        ValueError: vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method dflash (vllm/config/speculative.py SpeculativeMethod: in 0.20.0, not 0.19.1 (PR #38300)): a DFlash block-diffusion drafter (draft dflash) runs from vllm 0.20.0; use vllm@0.20.0 or later, or another drafter
         """
         from specsim.engines import named_release
 
@@ -566,10 +566,16 @@ def _stored_as_published(head: ModelShape, target: ModelShape, label: str, opts:
     note = (
         f"weights {stored}, not the target's {target.weight_dtype}: {label} is its own checkpoint, stored at 16 bits "
         "as the public ones are, and vLLM 0.24.0 quantizes only MTP drafters with the target "
-        "(vllm/config/speculative.py); --draft-weight-dtype for a quantized head, or for SGLang served with "
-        "--quantization, which it gives the draft too"
+        f"(vllm/config/speculative.py); {draft_option('weight_dtype')} for a quantized head, or for SGLang served "
+        "with --quantization, which it gives the draft too"
     )
     return dataclasses.replace(head, weight_dtype=stored, notes=head.notes + (note,))
+
+
+def no_network_said(kind: str) -> str:
+    """The refusal of a draft model's options for a drafter ``kind`` that runs no network (n-gram, suffix)."""
+    options = f"{draft_option('weight_dtype')}, {draft_option('kv_dtype')} and {draft_option('tp')}"
+    return f"{given_as('draft')} {kind} runs no network: {options} do not apply"
 
 
 def _with_options(head: ModelShape, opts: dict, target: ModelShape, own_dtype: bool = False) -> ModelShape:

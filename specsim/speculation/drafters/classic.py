@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.describe.layouts import attention_only
 from specsim.describe.models import ModelShape
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
@@ -21,6 +22,7 @@ from specsim.speculation.drafters.base import (
     _no_checkpoint,
     _stored_as_published,
     _with_options,
+    no_network_said,
     token_ids_scanned,
 )
 
@@ -136,7 +138,7 @@ class MtpHead(Drafter):
             raise ValueError("mtp takes no path: it is the target's own multi-token-prediction layers")
         if target.n_mtp_layers < 1:
             raise ValueError(
-                f"--draft mtp: the target {target.name}'s config declares no multi-token-prediction layers "
+                f"{given_as('draft')} mtp: the target {target.name}'s config declares no multi-token-prediction layers "
                 "(num_nextn_predict_layers); mtp needs a checkpoint that ships them, e.g. deepseek-v3"
             )
         d = target.hidden_size
@@ -207,8 +209,9 @@ class NgramDrafter(Drafter):
         rates = ",".join(f"{c:g}" for c in cls.published()[0].cumulative)
         raise ValueError(
             (f"{reason}; " if reason else "") + "n-gram acceptance depends on the workload (how often the "
-            "output repeats the prompt): pass --alpha, --acceptance or --metrics; on code editing vLLM PR "
-            f"#24344 measured --acceptance {rates} (per position, passes without a match included)"
+            f"output repeats the prompt): pass {given_as('alpha')}, {given_as('acceptance')} or {given_as('metrics')}; "
+            f"on code editing vLLM PR #24344 measured {given_as('acceptance')} {rates} (per position, passes without a "
+            "match included)"
         )
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
@@ -249,9 +252,7 @@ class NgramDrafter(Drafter):
         if path:
             raise ValueError("ngram takes no path")
         if options.get("weight_dtype") or options.get("kv_dtype") or (options.get("tp") or 1) > 1:
-            raise ValueError(
-                "--draft ngram runs no network: --draft-weight-dtype, --draft-kv-dtype and --draft-tp do not apply"
-            )
+            raise ValueError(no_network_said("ngram"))
         if cpu_s_per_token is None:
             return cls("n-gram", None, "vLLM PR #56732: 9.95 ms per step for 66.3M tokens with 8 threads")
         return cls("n-gram", None, "set by --ngram-cpu-ns", cpu_s_per_token)

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.describe.models import ModelShape, get_model
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 from specsim.speculation.drafters.base import (
@@ -139,7 +140,8 @@ class ParallelDraftModel(_OnePass, DraftModel):
     def published(cls) -> tuple[Acceptance, str]:
         raise ValueError(
             "PARD's published acceptance length, 5.6 on HumanEval with Llama-3.1-8B (vLLM PR #18541), names no "
-            "draft length, so it gives no per-token rate: pass --alpha, --acceptance or --metrics"
+            f"draft length, so it gives no per-token rate: pass {given_as('alpha')}, {given_as('acceptance')} or "
+            f"{given_as('metrics')}"
         )
 
     @classmethod
@@ -165,7 +167,7 @@ class ParallelDraftModel(_OnePass, DraftModel):
                 )
         known = ", ".join(f"{prefix}* ({w})" for prefix, _, w in cls.families)
         raise ValueError(
-            f"no published PARD draft is known for {target.name} (known: {known}); give one with --draft pard:MODEL"
+            f"no published PARD draft is known for {target.name} (known: {known}); give one with {given_as('draft')} pard:MODEL"
         )
 
     def checkpoint(self, target: ModelShape, given: str | None = None) -> str | None:
