@@ -343,7 +343,7 @@ def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
     assert _refusal(
         lambda: sglang.check((0, 5, 1), _plan("sglang@0.5.23", "llama-3.2-1b").drafter_type, [None], 1)
     ) == (
-        f"sglang 0.5.1 refuses --speculative-algorithm STANDALONE ({ngram_sglang.where}): a draft model (--draft MODEL) runs "
+        f"sglang 0.5.1 refuses --speculative-algorithm STANDALONE ({ngram_sglang.where}): a draft model (draft MODEL) runs "
         "from sglang 0.5.2; use sglang@0.5.2 or later, or another drafter"
     )
     assert sglang.check((0, 5, 5), eagle3, [None], 1) == [

@@ -2807,7 +2807,7 @@ def test_a_tree_may_verify_fewer_tokens_than_its_depth_plus_one_a_chain_may_not(
     plain, spec = [f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)]
     runs, _, _ = runs_from_files(plain, spec, topk=4, verify_tokens=3)
     assert {c.setup.verify for c in runs if c.setup} == {3}
-    with pytest.raises(ValueError, match=r"--verify-tokens 3 is fewer than --steps 3 plus the target's own token"):
+    with pytest.raises(ValueError, match=r"verify_tokens 3 is fewer than steps 3 plus the target's own token"):
         runs_from_files(plain, spec, topk=1, verify_tokens=3)
 
 

@@ -1421,7 +1421,7 @@ def test_a_misspelt_drafter_is_named_before_an_engine_release_refuses_draft_mode
     unknown = "unknown model 'eagle9'; specsim models lists the built-in ones"
     with pytest.raises(ValueError, match=re.escape(unknown)) as caught:
         Deployment.build("h100-sxm", "llama-3.1-8b", "eagle9", engine="vllm@0.10")
-    assert str(caught.value).endswith("did you mean --draft eagle?")
+    assert str(caught.value).endswith("did you mean draft eagle?")
     with pytest.raises(ValueError, match=re.escape("vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses")):
         Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.10")
     assert main(["optimal-gamma", "--draft", "eagle9", "--engine", "vllm@0.10", "--batch", "1"]) == 2
@@ -1739,6 +1739,61 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             + ["--selector", "job=vllm", "--once"],
             "selector 'job=vllm' is not a list of label matchers",
             "--selector 'job=vllm' is not a list of label matchers",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.inputs.runs_from_files")(*_BENCH, verify_tokens=2),
+            [*_CALIBRATE_ENGINE, "--verify-tokens", "2", "--out", "{tmp}/cal.yaml"],
+            "verify_tokens 2 is fewer than steps 3 plus the target's own token: a chain (topk 1) verifies 4",
+            "--verify-tokens 2 is fewer than --steps 3 plus the target's own token: a chain (--topk 1) verifies 4",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.engine_calibration.calibrate_engine")(
+                *_lib("specsim.calibration.inputs.runs_from_files")(*_BENCH),
+                hardware="h100-sxm",
+                target="llama-3.1-8b",
+                engine="vllm@0.10",
+                drafter="eagle3",
+                timing="roofline",
+                memory_utilization=0.05,
+            ),
+            [*_CALIBRATE_ENGINE, "--memory-util", "0.05", "--out", "{tmp}/cal.yaml"],
+            "memory_utilization 0.05 leaves 2.0 GB per GPU",
+            "--memory-util 0.05 leaves 2.0 GB per GPU",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0"
+                ),
+                "vllm@0.24.0",
+                steps=[2],
+            ),
+            ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--steps", "2", "--out", "{tmp}/p"],
+            "steps needs two numbers of draft steps",
+            "--steps needs two numbers of draft steps",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0"
+                ),
+                "vllm@0.24.0",
+                pin=False,
+            ),
+            ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--no-pin", "--out", "{tmp}/p"],
+            "pin=False measures acceptance on your prompts: give prompts FILE.jsonl",
+            "--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.design_plan")(
+                _lib("specsim.calibration.plan.plan_deployment")(
+                    "h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0"
+                ),
+                "none",
+            ),
+            ["bench-plan", "--engine", "none", "--draft", "eagle3", "--out", "{tmp}/p"],
+            "engine none serves nothing",
+            "--engine none serves nothing",
         ),
     ],
 )

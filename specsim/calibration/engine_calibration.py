@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.names import given_as
+
 __all__ = [
     "EngineCalibration",
     "PlainFloor",
@@ -628,7 +630,7 @@ def calibrate_engine(
         if not cap.target_fits:
             start = cap.start_up_bytes or 0.0
             raise ValueError(
-                f"--memory-util {memory_utilization:g} leaves {cap.usable_bytes / 1e9:.1f} GB per GPU"
+                f"{given_as('memory_utilization')} {memory_utilization:g} leaves {cap.usable_bytes / 1e9:.1f} GB per GPU"
                 + (f" after the engine's start-up (specsim's estimate, {start / 1e9:.2f} GB)" if start else "")
                 + f" for {cap.target_weight_bytes / 1e9:.1f} GB of the target's weights: every answer from this "
                 "calibration would refuse it; give the share the runs were served at"

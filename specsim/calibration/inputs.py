@@ -173,15 +173,16 @@ def runs_from_files(
             # A chain verifies its steps and the target's own token (SGLang sets steps + 1 itself at topk 1); a tree
             # (topk > 1) is bounded above only, and may verify fewer than its depth plus one.
             raise ValueError(
-                f"--verify-tokens {verify_tokens} is fewer than --steps {steps} plus the target's own token: a chain "
-                f"(--topk 1) verifies {steps + 1}"
+                f"{given_as('verify_tokens')} {verify_tokens} is fewer than {given_as('steps')} {steps} plus the "
+                f"target's own token: a chain ({given_as('topk')} 1) verifies {steps + 1}"
             )
         setup = SpecSetup(steps, topk, verify_tokens)
         for path in paths:
             files.append(path)
             for r in next(read):
                 if r.accept_length is None and length is not None:
-                    _check_page_steps(f"--metrics {os.path.basename(metrics)}", shares, steps, topk, f"--steps {steps}")
+                    page, said = f"{given_as('metrics')} {os.path.basename(metrics)}", f"{given_as('steps')} {steps}"
+                    _check_page_steps(page, shares, steps, topk, said)
                     # the page's per-position shares: a chain's, one position a draft step (checked above)
                     per = shares if shares is not None and topk <= 1 else r.per_position
                     r = dataclasses.replace(

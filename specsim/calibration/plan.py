@@ -177,7 +177,8 @@ def resolve_version(engine: str | EnginePreset) -> tuple[str, str, EnginePreset]
     named = named_release(preset)
     if named is None:
         raise ValueError(
-            "--engine none serves nothing: name the engine and version to benchmark (vllm, sglang or trtllm)"
+            f"{given_as('engine')} none serves nothing: name the engine and version to benchmark (vllm, sglang or "
+            "trtllm)"
         )
     name, release, _ = named
     version = preset.named_as.partition("@")[2]
@@ -256,7 +257,8 @@ def design_plan(
     steps = sorted(set(int(s) for s in steps))
     if len(steps) < 2:
         raise ValueError(
-            "--steps needs two numbers of draft steps: one cannot tell a per-step term from a per-round one"
+            f"{given_as('steps')} needs two numbers of draft steps: one cannot tell a per-step term from a per-round "
+            "one"
         )
     pinned = _pins(type(dep.drafter), steps, pinned, pin, prompts)
     notes = writer.check(parse_version(name, version), type(dep.drafter), list(pinned), 1)
@@ -330,7 +332,10 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
 
     if not pin:
         if prompts is None:
-            raise ValueError("--no-pin measures acceptance on your prompts: give --prompts FILE.jsonl")
+            raise ValueError(
+                f"{given_as('pin=False', '--no-pin')} measures acceptance on your prompts: give {given_as('prompts')} "
+                "FILE.jsonl"
+            )
         return [None] * len(steps)
     if pinned is None:
         acc = _published(drafter)
@@ -338,19 +343,20 @@ def _pins(drafter: type, steps: list[int], pinned: list[float] | None, pin: bool
             raise ValueError(
                 f"{drafter.label} has no one published acceptance to pin ({drafter.no_default}; the answering "
                 "commands take a workload's published rows, which a plan for your prompts should not assume): give the "
-                "lengths to pin with --pin-accept-length (one per step count), or --no-pin with --prompts"
+                f"lengths to pin with {given_as('pinned', '--pin-accept-length')} (one per step count), or "
+                f"{given_as('pin=False', '--no-pin')} with {given_as('prompts')}"
             )
         if acc.max_gamma is not None and acc.max_gamma < max(steps):
-            within = f", or --steps within {acc.max_gamma}" if acc.max_gamma >= 2 else ""
+            within = f", or {given_as('steps')} within {acc.max_gamma}" if acc.max_gamma >= 2 else ""
             raise ValueError(
                 f"the published acceptance of this drafter covers {counted(acc.max_gamma, 'draft position')}, not the "
-                f"{max(steps)} of --steps {','.join(map(str, steps))}: give the lengths to pin with --pin-accept-length "
-                f"AL,AL (one per step count){within}"
+                f"{max(steps)} of {given_as('steps')} {','.join(map(str, steps))}: give the lengths to pin with "
+                f"{given_as('pinned', '--pin-accept-length')} AL,AL (one per step count){within}"
             )
         pinned = [round(float(tokens_per_round(acc, s)), 2) for s in steps]
     if len(pinned) != len(steps):
         raise ValueError(
-            f"--pin-accept-length gives {len(pinned)} lengths for {len(steps)} step counts: one per step count"
+            f"{given_as('pinned', '--pin-accept-length')} gives {len(pinned)} lengths for {len(steps)} step counts: one per step count"
         )
     for s, p in zip(steps, pinned):
         if not 1.0 <= p <= s + 1:

@@ -417,14 +417,14 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
         # vLLM counts one position per configured draft token (vllm/v1/spec_decode/metrics.py 0.34.0 L252-262)
         raise ValueError(
             f"{r.where}: the file records per-position acceptance at {len(r.per_position)} positions, but the run "
-            f"drafts {setup.steps} steps (--steps): the engine counts one per configured draft token, so the file is "
+            f"drafts {setup.steps} steps ({given_as('steps')}): the engine counts one per configured draft token, so the file is "
             f"of {len(r.per_position)} steps"
         )
     per_draft, most = r.draft_tokens_per_draft, setup.verify - 1
     if per_draft is not None and per_draft > most * 1.005:  # (to 0.5%, as the counters' other checks)
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
-            f"but {setup.steps} draft steps (--steps) propose at most {most}: the file is of more steps"
+            f"but {setup.steps} draft steps ({given_as('steps')}) propose at most {most}: the file is of more steps"
         )
     # vLLM's scheduler cuts a request's drafts to the token budget and its positions left (v1/core/sched/scheduler.py,
     # 0.24.0 L583-594), so a run of K steps can count a little under K a draft, never a whole step under at every draft.
@@ -432,8 +432,8 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
     if whole_drafts and per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
-            f"but {setup.steps} draft steps (--steps) propose {most}, cut only where the token budget or the model's "
-            "positions run out: the file is of fewer steps (give --steps as the runs used)"
+            f"but {setup.steps} draft steps ({given_as('steps')}) propose {most}, cut only where the token budget or the model's "
+            f"positions run out: the file is of fewer steps (give {given_as('steps')} as the runs used)"
         )
 
 
@@ -610,7 +610,7 @@ def check_design(dep, runs: list[CalRun]) -> None:
         if c.setup.topk > 1 and c.run.accept_length is None and c.setup.pinned_accept_length is None:
             raise ValueError(
                 f"{c.run.where}: a token tree (top-k {c.setup.topk}) without a recorded acceptance length: "
-                "pass --metrics with the server's /metrics page saved after the run"
+                f"pass {given_as('metrics')} with the server's /metrics page saved after the run"
             )
     if spec and dep.drafter is None:
         raise ValueError(f"speculative runs need a drafter: pass {given_as('drafter', '--draft')}")
@@ -627,6 +627,6 @@ def check_design(dep, runs: list[CalRun]) -> None:
         )
     if dep.engine.name == "none":
         raise ValueError(
-            "--engine none adds no engine time: name the engine and version that served the runs "
+            f"{given_as('engine')} none adds no engine time: name the engine and version that served the runs "
             "(vllm, sglang or trtllm, e.g. vllm@0.10)"
         )

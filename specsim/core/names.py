@@ -11,8 +11,14 @@ from typing import Iterator
 __all__ = ["FLAGS", "as_flags", "draft_option", "given_as"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
-#: ``--random-input-len`` and ``--random-output-len`` name them, and the n-gram scan's cost, which the flag gives in ns.
-FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "ngram_cpu_s_per_token": "--ngram-cpu-ns"}
+#: ``--random-input-len`` and ``--random-output-len`` name them, the n-gram scan's cost, which the flag gives in ns, and
+#: the engine's share of memory (every command's ``--memory-util``, specsim.cli.flags).
+FLAGS = {
+    "input_tokens": "--input-len",
+    "output_tokens": "--output-len",
+    "ngram_cpu_s_per_token": "--ngram-cpu-ns",
+    "memory_utilization": "--memory-util",
+}
 
 _AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)
 
