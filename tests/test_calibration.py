@@ -745,6 +745,40 @@ def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_roun
             np.testing.assert_array_equal(t[key], got, err_msg=key)
 
 
+def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
+    """A fit's steps in the round's host terms (stage 2: every residual and the Jacobian's columns) made an engine preset
+    (validated) and a deployment at each point, only for the host work those terms and the engine's hidden share give
+    (Deployment.round_host): 13% of the Python calls of calibrate-engine --plan examples/bench/plan/plan.yaml.  Now the
+    terms are passed to round_host, and an engine is made per hidden share tried alone; the times are those of a model
+    that kept nothing, to the bit."""
+    from specsim.engines import EnginePreset
+
+    runs = _model_runs(dep, loads=(4, 16), steps=(2, 4), prompts=(512,))
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=())
+    model.settle(values)
+    index = np.arange(len(runs))
+    made = []
+    validate = EnginePreset.__post_init__
+    monkeypatch.setattr(EnginePreset, "__post_init__", lambda self: made.append(1) or validate(self))
+    hosts = [dataclasses.replace(TRUE_PLAN, round_s=TRUE_PLAN.round_s * (1.0 + k / 10.0)) for k in range(5)]
+    points = [dataclasses.replace(values, host=h) for h in hosts]
+    times = [model.times(points[0], index)]
+    first = len(made)  # the passes at the first point (an engine with the iteration terms)
+    times += [model.times(v, index) for v in points[1:]]
+    assert len(made) == first, (first, len(made))
+    # a hidden share tried: its engine made once, kept
+    shared = [dataclasses.replace(v, share=0.5) for v in points[:2]]
+    times += [model.times(v, index) for v in shared]
+    assert len(made) <= first + 1, (first, len(made))
+    monkeypatch.undo()
+    for v, t in zip(points + shared, times):
+        fresh = RunModel(dep, runs)
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""

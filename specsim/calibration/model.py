@@ -162,6 +162,7 @@ class RunModel:
         self._scaled: dict = {}
         self._times: dict = {}
         self._charges: dict = {}
+        self._shares: dict = {}
 
     def pooled_from(self, use: np.ndarray) -> RunModel:
         """This model where the acceptance of runs that record none is pooled from the runs ``use`` only (a held-out
@@ -422,13 +423,29 @@ class RunModel:
         up = p["decode_up"][index] + values.iteration_s + values.iteration_seq_s * _nudged(b)
         spec = np.flatnonzero(self.steps[index] > 0)
         if spec.size:
-            dep = self.deployment(values)
+            dep = self._sharing(values.share)
             for j, w, bb, r in self._rounds(values, index[spec]):
-                host, hidden = dep.round_host(bb, np.concatenate([self.steps[index[spec][j]]] * 3), w)
+                host, hidden = dep.round_host(bb, np.concatenate([self.steps[index[spec][j]]] * 3), w, host=values.host)
                 total = np.asarray(r.with_host(host, hidden).total_s, dtype=float)
                 n = j.size
                 step[spec[j]], own[spec[j]], up[spec[j]] = total[:n], total[n : 2 * n], total[2 * n :]
         return step, own, up
+
+    def _sharing(self, share: float | None):
+        """The deployment whose engine hides ``share`` of a round's host work (None: the version's own), for the round's
+        host work at a fit's host terms (:meth:`~specsim.speculation.deployment.Deployment.round_host` takes them):
+        that reads the engine's hidden share alone, so a fit's step in a host term makes no engine (a validated preset
+        and a deployment at each were 13% of the Python calls of calibrate-engine --plan
+        examples/bench/plan/plan.yaml)."""
+        if share is None:
+            return self.dep
+        shared = {"overlap_share": share, "kernel_overlap_share": share}
+        return _kept(
+            self._shares,
+            share,
+            lambda: dataclasses.replace(self.dep, engine=dataclasses.replace(self.dep.engine, **shared)),
+            16,
+        )
 
     def times(self, values: Values, index: np.ndarray) -> dict:
         """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``, the last

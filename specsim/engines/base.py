@@ -349,9 +349,17 @@ class EnginePreset:
             return self.iteration_s
         return self.iteration_s + self.iteration_seq_s * np.asarray(batch, dtype=float)
 
-    def round_host(self, batch: object, steps: object, seq_steps: object = None, proposes: bool = True) -> np.ndarray:
-        """H(b, s): the host seconds a round adds (:class:`SpecHost`; ``proposes`` False: passes that propose none)."""
-        return self.spec.seconds(batch, steps, seq_steps, proposes)
+    def round_host(
+        self,
+        batch: object,
+        steps: object,
+        seq_steps: object = None,
+        proposes: bool = True,
+        host: SpecHost | None = None,
+    ) -> np.ndarray:
+        """H(b, s): the host seconds a round adds (:class:`SpecHost`; ``proposes`` False: passes that propose none);
+        ``host``: terms in place of this version's."""
+        return (self.spec if host is None else host).seconds(batch, steps, seq_steps, proposes)
 
     def describe(self) -> str:
         if self.name == "none":

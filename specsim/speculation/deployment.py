@@ -54,6 +54,7 @@ from specsim.engines import (
     DEFAULT_ENGINE,
     REGISTRY,
     EnginePreset,
+    SpecHost,
     as_run_here,
     draft_tp,
     get_engine,
@@ -834,18 +835,21 @@ class Deployment:
         return RoundFixed(verify, extend, host, engine_s, fixed, lookup, collectives)
 
     def round_host(
-        self, batch: object, steps: object, draft_width: object = 1, proposes: bool = True
+        self, batch: object, steps: object, draft_width: object = 1, proposes: bool = True, host: SpecHost | None = None
     ) -> tuple[np.ndarray, float]:
         """(H, hidden): the engine's host work per round of ``steps`` draft steps, and the share of it this engine
         version overlaps with the GPU for this drafter and draft width (0: serial).  n-gram lookup launches no draft
         step; its ``steps`` proposed tokens carry the per-sequence work of steps.  ``proposes`` False: the steps are
         launched but propose no token (a batch at K = 0 whose engine still runs the drafter's pass:
         :func:`specsim.speculation.schedule.zero_k_speedup`), their launches alone (:meth:`specsim.engines.SpecHost.
-        seconds`)."""
+        seconds`).  ``host``: terms in place of the engine's (what a calibration's fit varies at every step, without an
+        engine made for each)."""
         self._require_drafter()
         steps = np.asarray(steps, dtype=float)
         return (
-            self.engine.round_host(batch, self.drafter.launched_steps(steps), self.drafter.host_steps(steps), proposes),
+            self.engine.round_host(
+                batch, self.drafter.launched_steps(steps), self.drafter.host_steps(steps), proposes, host
+            ),
             self.engine.hidden_share(self.drafter.overlap_kind, draft_width),
         )
 
