@@ -779,6 +779,32 @@ def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
             np.testing.assert_array_equal(t[key], got, err_msg=key)
 
 
+def test_a_fits_steps_in_the_engines_terms_meet_the_same_populations_prompts_once(dep, monkeypatch):
+    """A closed loop's prompts met per cycle, its run's waves, first burst and clusters (steady.closed_loop_meets)
+    depend on its population, prompts and limits alone, but closed_loop_times made them again at every residual, most
+    of which step in the engine's terms: a third of its CPU in calibrate-engine --plan examples/bench/plan/plan.yaml.
+    Now the run model keeps them with the population; the times are those of a model that kept nothing, to the bit."""
+    from specsim.serving import steady
+
+    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,))
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=())
+    model.settle(values)
+    index = np.arange(len(runs))
+    calls = []
+    met = steady.convoy_prompts
+    monkeypatch.setattr(steady, "convoy_prompts", lambda *a, **k: calls.append(1) or met(*a, **k))
+    steps = [dataclasses.replace(values, iteration_s=TRUE_ITER_S * (1.0 + k / 10.0)) for k in range(5)]
+    times = [model.times(v, index) for v in steps]
+    assert len(calls) == 1, len(calls)
+    monkeypatch.undo()
+    for v, t in zip(steps, times):
+        fresh = RunModel(dep, runs)
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""

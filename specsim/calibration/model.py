@@ -39,6 +39,7 @@ from specsim.serving.preemption import closed_loop_charge, drained_charge, satur
 from specsim.serving.steady import (
     EngineLimits,
     admitted_at_once,
+    closed_loop_meets,
     closed_loop_times,
     closed_population,
     decode_rounds,
@@ -163,6 +164,7 @@ class RunModel:
         self._times: dict = {}
         self._charges: dict = {}
         self._shares: dict = {}
+        self._meets: dict = {}  # id(population), closed loop of users -> (population, steady.closed_loop_meets)
 
     def pooled_from(self, use: np.ndarray) -> RunModel:
         """This model where the acceptance of runs that record none is pooled from the runs ``use`` only (a held-out
@@ -530,6 +532,15 @@ class RunModel:
         # The charge depends on the runs and the prompt's time alone, kept: a fit's steps in the engine's other terms
         # and the acceptances ask for the same one (6% of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU).
         preempted = _kept(self._charges, (k, i.tobytes(), values.scale, values.prefill_scale), charge, 64)
+        requests = self.completed[i] if k == "concurrency" else None
+        # What the population alone decides of the times (steady.closed_loop_meets), kept with it: a fit's steps in the
+        # engine's terms time the same population again (a third of closed_loop_times' CPU in calibrate-engine --plan).
+        key = (id(pop), k == "concurrency")
+        if key in self._meets and self._meets[key][0] is not pop:  # (an id is not reused while its object is kept)
+            del self._meets[key]
+        kept = _kept(
+            self._meets, key, lambda: (pop, closed_loop_meets(pop, self.prefilled[i], self.limits, requests)), 128
+        )
         t = closed_loop_times(
             pop,
             step,
@@ -539,9 +550,10 @@ class RunModel:
             self.output[i],
             self.prefilled[i],
             self.limits,
-            self.completed[i] if k == "concurrency" else None,
+            requests,
             batch_base,
             preempted,
+            kept[1],
         )
         if k == "drain":  # an offline batch that drains through that loop
             t = drained_batch_times(

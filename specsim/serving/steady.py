@@ -728,6 +728,77 @@ def open_batches_s(t_dec: object, rate_per_s: object, apart: tuple | None) -> np
     return prefill_batches(np.asarray(rate_per_s, dtype=float) * t_dec, P, budget) * base
 
 
+def closed_loop_meets(
+    population: Population, input_tokens: object = None, limits: EngineLimits | None = None, requests: object = None
+) -> dict:
+    """What a closed loop's population, its prompts' ``input_tokens``, the ``limits`` and a run's ``requests`` decide of
+    :func:`closed_loop_times` whatever an iteration takes: the prompts a request meets per cycle where
+    (:func:`convoy_prompts`), those per iteration of its decode phase in the steady state and in the run
+    ("arriving_steady", "arriving"), the share of a predecessor's prompt the iteration it waits for carries ("chunk"),
+    and a run's waves, first burst and the others' prompts its clusters add ("crowd", :func:`burst_clustering`).
+    Apart from closed_loop_times so that a caller timing one population at many steps (calibrate-engine's fit, at every
+    residual) keeps them."""
+    p = population
+    limits = EngineLimits() if limits is None else limits
+    P = None if input_tokens is None else np.asarray(input_tokens, dtype=float)
+    apart = limits.prefill_apart
+    # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
+    own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds, p.convoy)
+    arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
+    out = {"own": own_prompts, "waited": waited_prompts, "arriving_steady": arriving, "crowd": None}
+    # Prefill apart, it arrives as the iteration after the round its predecessor ended in starts, and the prompts of a
+    # round's finishers are prefilled two iterations after it, all in one batch (a prefill batch runs whenever prompts
+    # wait): the iteration waited for is a prefill batch where the round before its predecessor's ended requests too,
+    # else a round.  A round ends requests with probability q = 1 - exp(-m) (m prompts arriving per round), and a
+    # round's finishers make the iteration two after it a prefill batch, which ends none: rounds and batches run as a
+    # chain whose rounds with finishers follow another with finishers q / (1 + q) of the time (q = 1: round, round,
+    # batch, batch).  So the wait is a batch of the m / q prompts of a round that ended some with probability
+    # q / (1 + q), else a round (the simulator plays it so, tests/test_steady.py); in convoys, the group before it's
+    # prefill batch.
+    if apart:
+        out["q"] = 1.0 - np.exp(-arriving)
+    # In a chain whose prompts span k_p >= 2 iterations, the wait carries the predecessor's later chunks, full budgets
+    # of prompt tokens (its last chunk and its successor's first fill one), at most its whole prompt (taken at the
+    # prompt's mean cost per token; docs/serving.md says why this charge, after looking at the simulator's grid).
+    chunk = 1.0
+    if P is not None and p.own_budget is not None:
+        spans = np.maximum(np.ceil(P / p.own_budget), 1.0)
+        full = np.minimum(p.own_budget, P) / np.maximum(P, 1.0)
+        rest = np.minimum((spans - 1.0) * full, 1.0)  # the predecessor's iterations after the first: full budgets
+        chunk = np.where(np.asarray(p.convoy, dtype=bool) & (p.group == 1) & (spans > 1), rest, 1.0)
+    out["chunk"] = chunk
+    if requests is not None:
+        waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
+        budget = float(limits.max_batched_tokens)
+        # The burst's prompts are cut to fill each iteration's budget (chunked prefill): budget / P prompts an iteration.
+        out["g0"] = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
+        out["burst"] = burst_iterations(p.in_engine, P, budget)
+        out["waves"] = waves
+        if p.rounds_sd is not None and not apart:
+            # Speculating users of one length part by acceptance alone, so the burst's clusters last many cycles
+            # (burst_clustering): an arrival meets kappa times the others' prompts in the iteration it waits for and in
+            # its own, and as many fewer in its decode phase (each meets the others' prompts once a cycle).
+            kappa = burst_clustering(p.in_engine * P / budget, p.cycle, p.rounds_sd, waves)
+            crowd = np.where(p.convoy, 0.0, (kappa - 1.0) * (p.in_engine - 1.0) / p.cycle)
+            crowd = np.minimum(crowd * (p.wait * chunk + p.prefill_iterations), decode_prompts)
+            out["crowd"], arriving = crowd, arriving - crowd / p.rounds
+        # In convoys, the last wave decodes with no prompt arriving after it: the groups after its own in that cycle,
+        # (N_e - own) / 2 of them (convoy_prompts).  Spread uniformly, counted by prompt: each of the n - N_e prompts
+        # sent after the burst meets the decode phases a steady prompt meets, and the burst's ride in the decode
+        # phases of those whose own prompt completed before theirs (burst_riding: none where the burst fits one
+        # iteration).
+        after = (p.in_engine - own_prompts) / 2.0 / p.rounds
+        arriving = np.where(
+            p.convoy,
+            ((waves - 1.0) * arriving + after) / waves,
+            ((waves - 1.0) * arriving + burst_riding(p.in_engine, P, budget) / p.rounds) / waves,
+        )
+    out["arriving"] = arriving
+    if apart:
+        out["batches"] = prefill_batches(arriving, P, limits.max_batched_tokens, p.group)
+    return out
+
+
 def closed_loop_times(
     population: Population,
     step_s: object,
@@ -740,6 +811,7 @@ def closed_loop_times(
     requests: object = None,
     base_s: object = 0.0,
     preempted: tuple | None = None,
+    meets: dict | None = None,
 ) -> dict:
     """The times of a closed loop of ``load`` users from its population, the decoding step ``step_s`` at its batch,
     the step ``own_s`` of the iterations carrying a request's own prompt and a prompt's marginal time ``prefill_s``: the
@@ -768,19 +840,19 @@ def closed_loop_times(
     ``preempted``: (m, L, t_r) where the engine preempts (:mod:`specsim.serving.preemption`): each request's m resumes of
     L tokens, t_r the marginal time of one.  The others' resumes ride in every iteration beside their prompts; its own
     take ceil(L / budget) iterations each, in which it does not decode, and it waits half an inter-finish interval
-    before each; that wait comes out of the queue's (E2E stays N / rate)."""
+    before each; that wait comes out of the queue's (E2E stays N / rate).
+
+    ``meets``: :func:`closed_loop_meets` of the population, ``input_tokens``, ``limits`` and ``requests`` (made here
+    where not given): what they alone decide, kept by a caller that times one population at many steps."""
     p = population
     limits = EngineLimits() if limits is None else limits
+    meets = closed_loop_meets(p, input_tokens, limits, requests) if meets is None else meets
     O = np.asarray(output_tokens, dtype=float)
     t_pf = np.asarray(prefill_s, dtype=float)
     base = np.asarray(base_s, dtype=float)
-    P = None if input_tokens is None else np.asarray(input_tokens, dtype=float)
     apart = limits.prefill_apart
     # The pass of an iteration carrying a request's own prompt: beside the others decoding, or a prefill batch's own.
     own_pass = base if apart else own_s
-    # Where a request meets the prompts of a cycle (convoy_prompts): its own iteration, the one it waits for, its decode.
-    own_prompts, waited_prompts, decode_prompts = convoy_prompts(p.in_engine, p.group, p.cycle, p.rounds, p.convoy)
-    arriving = decode_prompts / p.rounds  # the others' prompts per iteration of its decode phase, on average
     # Its own prompt's iterations: its group's prompts, and, without convoys, the others' as in any iteration.
     beside = np.where(p.convoy, 0.0, (p.in_engine - 1.0) * t_pf / p.cycle)
     m, resume_s, resume_its, resumes = 0.0, 0.0, 0.0, 0.0
@@ -791,61 +863,24 @@ def closed_loop_times(
         # the others' resumes in any iteration: spread over a cycle's iterations, its own resumes' included
         resumes = (p.in_engine - 1.0) * m * resume_s / (p.cycle + resume_its)
         beside = beside + resumes
-    t_own = iteration_s(own_pass, own_prompts * t_pf / p.prefill_iterations + beside)
-    # The iteration a request waits for: any iteration, on average; in convoys, the prefill of the group before it.
-    # Prefill apart, it arrives as the iteration after the round its predecessor ended in starts, and the prompts of a
-    # round's finishers are prefilled two iterations after it, all in one batch (a prefill batch runs whenever prompts
-    # wait): the iteration waited for is a prefill batch where the round before its predecessor's ended requests too,
-    # else a round.  A round ends requests with probability q = 1 - exp(-m) (m prompts arriving per round), and a
-    # round's finishers make the iteration two after it a prefill batch, which ends none: rounds and batches run as a
-    # chain whose rounds with finishers follow another with finishers q / (1 + q) of the time (q = 1: round, round,
-    # batch, batch).  So the wait is a batch of the m / q prompts of a round that ended some with probability
-    # q / (1 + q), else a round (the simulator plays it so, tests/test_steady.py); in convoys, the group before it's
-    # prefill batch.
-    # In a chain whose prompts span k_p >= 2 iterations, the wait carries the predecessor's later chunks, full budgets
-    # of prompt tokens (its last chunk and its successor's first fill one), at most its whole prompt (taken at the
-    # prompt's mean cost per token; docs/serving.md says why this charge, after looking at the simulator's grid).
-    chunk = 1.0
-    if P is not None and p.own_budget is not None:
-        spans = np.maximum(np.ceil(P / p.own_budget), 1.0)
-        full = np.minimum(p.own_budget, P) / np.maximum(P, 1.0)
-        rest = np.minimum((spans - 1.0) * full, 1.0)  # the predecessor's iterations after the first: full budgets
-        chunk = np.where(np.asarray(p.convoy, dtype=bool) & (p.group == 1) & (spans > 1), rest, 1.0)
-    waited = iteration_s(step_s, waited_prompts * t_pf * chunk + resumes)
+    t_own = iteration_s(own_pass, meets["own"] * t_pf / p.prefill_iterations + beside)
+    # The iteration a request waits for (closed_loop_meets says what it carries): any iteration, on average; in
+    # convoys, the prefill of the group before it; prefill apart, a batch of the m / q prompts of a round that ended
+    # some with probability q / (1 + q), else a round.
+    waited = iteration_s(step_s, meets["waited"] * t_pf * meets["chunk"] + resumes)
     if apart:
-        q = 1.0 - np.exp(-arriving)
-        spread = (np.asarray(step_s, dtype=float) + q * base + arriving * t_pf) / (1.0 + q)
-        waited = np.where(p.convoy, iteration_s(base, waited_prompts * t_pf), spread)
+        q = meets["q"]
+        spread = (np.asarray(step_s, dtype=float) + q * base + meets["arriving_steady"] * t_pf) / (1.0 + q)
+        waited = np.where(p.convoy, iteration_s(base, meets["waited"] * t_pf), spread)
     first = p.wait * waited + p.prefill_iterations * t_own
     if requests is not None:
-        waves = np.maximum(np.asarray(requests, dtype=float) / p.in_engine, 1.0)
-        budget = float(limits.max_batched_tokens)
-        # The burst's prompts are cut to fill each iteration's budget (chunked prefill): budget / P prompts an iteration.
-        g0 = np.minimum(p.in_engine, budget / np.maximum(P, 1.0))
-        burst = burst_iterations(p.in_engine, P, budget)
-        if p.rounds_sd is not None and not apart:
-            # Speculating users of one length part by acceptance alone, so the burst's clusters last many cycles
-            # (burst_clustering): an arrival meets kappa times the others' prompts in the iteration it waits for and in
-            # its own, and as many fewer in its decode phase (each meets the others' prompts once a cycle).
-            kappa = burst_clustering(p.in_engine * P / budget, p.cycle, p.rounds_sd, waves)
-            crowd = np.where(p.convoy, 0.0, (kappa - 1.0) * (p.in_engine - 1.0) / p.cycle)
-            crowd = np.minimum(crowd * (p.wait * chunk + p.prefill_iterations), decode_prompts)
-            first, arriving = first + crowd * t_pf, arriving - crowd / p.rounds
-        first = burst * iteration_s(own_pass, g0 * t_pf) / waves + (1.0 - 1.0 / waves) * first
-        # In convoys, the last wave decodes with no prompt arriving after it: the groups after its own in that cycle,
-        # (N_e - own) / 2 of them (convoy_prompts).  Spread uniformly, counted by prompt: each of the n - N_e prompts
-        # sent after the burst meets the decode phases a steady prompt meets, and the burst's ride in the decode
-        # phases of those whose own prompt completed before theirs (burst_riding: none where the burst fits one
-        # iteration).
-        after = (p.in_engine - own_prompts) / 2.0 / p.rounds
-        arriving = np.where(
-            p.convoy,
-            ((waves - 1.0) * arriving + after) / waves,
-            ((waves - 1.0) * arriving + burst_riding(p.in_engine, P, budget) / p.rounds) / waves,
-        )
-    others = arriving * t_pf + resumes
+        waves = meets["waves"]
+        if meets["crowd"] is not None:
+            first = first + meets["crowd"] * t_pf
+        first = meets["burst"] * iteration_s(own_pass, meets["g0"] * t_pf) / waves + (1.0 - 1.0 / waves) * first
+    others = meets["arriving"] * t_pf + resumes
     if apart:
-        others = others + prefill_batches(arriving, P, limits.max_batched_tokens, p.group) * base
+        others = others + meets["batches"] * base
     t_dec = iteration_s(step_s, others)
     # its own resumes: their iterations, each carrying its resume, in which it holds blocks and does not decode
     resuming = resume_its * t_dec + m * resume_s
