@@ -805,6 +805,34 @@ def test_a_fits_steps_in_the_engines_terms_meet_the_same_populations_prompts_onc
             np.testing.assert_array_equal(t[key], got, err_msg=key)
 
 
+def test_a_fits_steps_in_the_engines_terms_find_the_same_acceptances_rounds_once(dep, monkeypatch):
+    """The tokens per round of a sweep's acceptance rate and the rounds a request decodes depend on the acceptances and
+    the runs alone, but every residual found them again, several times (for the rounds, the population's key and a rate
+    run's r(c)), though most step in the engine's terms: 5% of the Python calls of calibrate-engine on the DO files'
+    rate runs.  Now the run model keeps them (read-only); the times are those of a model that kept nothing, to the
+    bit."""
+    import specsim.calibration.model as run_model
+
+    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,), pinned=False)
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=(0.72,) * len(model.sweeps))
+    model.settle(values)
+    index = np.arange(len(runs))
+    calls = []
+    found = run_model.tokens_per_round
+    monkeypatch.setattr(run_model, "tokens_per_round", lambda *a, **k: calls.append(1) or found(*a, **k))
+    steps = [dataclasses.replace(values, iteration_s=TRUE_ITER_S * (1.0 + k / 10.0)) for k in range(5)]
+    times = [model.times(v, index) for v in steps]
+    assert len(calls) <= 1, len(calls)
+    assert not model.rounds(values.alphas, index).flags.writeable
+    monkeypatch.undo()
+    for v, t in zip(steps, times):
+        fresh = RunModel(dep, runs)
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 @pytest.fixture(scope="module")
 def noise_free_fit(dep):
     """The fit of runs made by the serving model itself at TRUE (two step counts, seven loads, two prompt lengths)."""

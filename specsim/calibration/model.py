@@ -164,6 +164,7 @@ class RunModel:
         self._times: dict = {}
         self._charges: dict = {}
         self._shares: dict = {}
+        self._acceptances: dict = {}
         self._meets: dict = {}  # id(population), closed loop of users -> (population, steady.closed_loop_meets)
 
     def pooled_from(self, use: np.ndarray) -> RunModel:
@@ -189,23 +190,35 @@ class RunModel:
     # -- acceptance and populations -------------------------------------------------------------------------------
     def acceptance(self, alphas, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(per-token alpha, tokens per round) of runs ``index``: the recorded or pinned length (and the chain's alpha for
-        it), else its sweep's rate; 1 token a round for a plain run."""
+        it), else its sweep's rate; 1 token a round for a plain run.  Read-only, kept for the last few asked: every
+        residual asks for them several times (the rounds, the population, a rate run's r(c)), most at the same ones."""
+        a = np.asarray(alphas, dtype=float)
+        return _kept(self._acceptances, ("alpha", a.tobytes(), index.tobytes()), lambda: self._acceptance(a, index), 64)
+
+    def _acceptance(self, a: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         al = self.known_al[index].copy()
         s = self.sweep_index[index]
         alpha = np.zeros(index.size)
         unknown = s >= 0
-        a = np.asarray(alphas, dtype=float)
         if unknown.any():
             alpha[unknown] = a[s[unknown]]
             al[unknown] = tokens_per_round(alpha[unknown], self.steps[index][unknown])
         spec = (~unknown) & (self.steps[index] > 0)
         alpha[spec] = self.known_alpha[index][spec]
+        alpha.flags.writeable = al.flags.writeable = False
         return alpha, al
 
     def rounds(self, alphas, index: np.ndarray) -> np.ndarray:
-        """D, the rounds a request of runs ``index`` decodes."""
-        alpha, al = self.acceptance(alphas, index)
-        return decode_rounds(alpha, self.steps[index], self.output[index] - 1.0, al)
+        """D, the rounds a request of runs ``index`` decodes (read-only, kept as :meth:`acceptance` is)."""
+
+        def make():
+            alpha, al = self.acceptance(alphas, index)
+            out = np.asarray(decode_rounds(alpha, self.steps[index], self.output[index] - 1.0, al), dtype=float)
+            out.flags.writeable = False
+            return out
+
+        key = ("rounds", np.asarray(alphas, dtype=float).tobytes(), index.tobytes())
+        return _kept(self._acceptances, key, make, 64)
 
     def population(self, alphas, index: np.ndarray):
         """The closed-loop population of runs ``index`` (meaningful for the closed loops among them): it depends on the
