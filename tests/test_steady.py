@@ -797,3 +797,28 @@ def test_a_speculating_benchmark_run_of_under_two_waves_is_the_simulators(users,
     ]
     model = steady_state(DEP, 0.72, [3], [users], prompt, 256, limits=limits, fixed_lengths=True, requests=requests)
     assert model.tpot_s[0, 0] == pytest.approx(np.mean(tpot), rel=0.07)
+
+
+def test_an_open_loops_iteration_with_prefill_apart_stops_at_its_fixed_point_to_the_bit(monkeypatch):
+    """open_loop_itl_s iterates t_dec = (step + the prefill batches' base passes at t_dec) / (1 - lambda t_pf) a fixed
+    48 times where prefill batches run apart (SGLang), though it reaches its fixed point to the bit in far fewer, after
+    which every iteration gives it again: a calibration's fit of SGLang runs at a rate asks for it at every residual (2.6
+    s of the 7.2 s of user CPU of test_rate_runs_near_capacity_made_by_the_serving_model_give_back_its_terms).  It now
+    stops there: the same t_dec as all 48 iterations, to the bit."""
+    from specsim.serving import steady
+
+    lam = np.array([0.5, 5.0, 20.0, 60.0, 200.0])
+    step, t_pf = np.array([0.010, 0.012, 0.015, 0.02, 0.03]), np.array([0.004, 0.01, 0.02, 0.015, 0.01])
+    apart = (0.006, np.array([1000.0, 4000.0, 2000.0, 1000.0, 500.0]), 8192.0)
+    free = np.where(lam * t_pf < 1.0, 1.0 - lam * t_pf, np.nan)
+    every = step / free
+    for _ in range(steady._BISECTIONS):  # the iteration run in full: what open_loop_itl_s gave before
+        every = (step + steady.open_batches_s(every, lam, apart)) / free
+    every = np.where(np.isfinite(every), every, np.inf)
+    calls = []
+    batches = steady.open_batches_s
+    monkeypatch.setattr(steady, "open_batches_s", lambda *a, **k: calls.append(1) or batches(*a, **k))
+    got = steady.open_loop_itl_s(lam, step, t_pf, apart)
+    assert 0 < len(calls) < steady._BISECTIONS, len(calls)
+    np.testing.assert_array_equal(got, every)
+    assert np.isinf(got[-1]) and np.all(np.isfinite(got[:-1]))  # the last one's prompts need the whole engine

@@ -1041,7 +1041,10 @@ def open_loop_itl_s(rate_per_s: object, step_s: object, prefill_s: object, apart
         free = np.where(share < 1.0, 1.0 - share, np.nan)
         t_dec = step / free
         for _ in range(_BISECTIONS if apart is not None else 0):
-            t_dec = (step + open_batches_s(t_dec, lam, apart)) / free
+            t_next = (step + open_batches_s(t_dec, lam, apart)) / free
+            if np.array_equal(t_next, t_dec, equal_nan=True):
+                break  # a fixed point to the bit: every iteration left would give it again
+            t_dec = t_next
         return np.where(np.isfinite(t_dec), t_dec, np.inf)
 
 
