@@ -356,6 +356,6 @@ def test_a_drafters_default_acceptance_reads_the_context_and_the_help_says_per_p
     with pytest.raises(ValueError) as err:
         MtpHead.support("llama.cpp")
     assert str(err.value) == (
-        f"llama.cpp does not run {MtpHead.label} (--draft mtp) in any release: not among its drafting "
+        f"llama.cpp does not run {MtpHead.label} (draft mtp) in any release: not among its drafting "
         "methods; engines that do: vllm from 0.10.0, sglang from 0.4.3, trtllm from 1.0.0"
     )

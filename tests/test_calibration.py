@@ -684,7 +684,7 @@ def test_a_run_the_kv_cache_cannot_hold_is_predicted_at_the_users_it_holds(dep):
 
 def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_alone_decide_again(dep, monkeypatch):
     """A closed loop's preemption charge (specsim.serving.preemption, the runs and a prompt's time alone) and its first
-    burst's clustering (steady.burst_clustering, a sum over 64 harmonics of the population) were computed again at
+    burst's clustering (bursts.burst_clustering, a sum over 64 harmonics of the population) were computed again at
     every residual a fit evaluates, most of which step in the engine's terms alone (with the Jacobian's columns): 18%
     of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU time.  Now each is made once for them; the times
     are the same to the bit."""

@@ -805,7 +805,7 @@ class _Sglang(Engine):
 #: ROCm's time per collective (:data:`ROCM_COLLECTIVE_S`), which is sized on AMD's nightly CI, not on these runs: they
 #: check it.  Shipped presets, nothing fitted to them; ``tests/test_engines.py`` recomputes it.  Measured 2026-12-05:
 #: 0.97 (0.44 to 1.53) before that term; -0.035 (-0.249 to 0.045) with it; -0.044 from 2026-12-07, when a finite
-#: closed loop's prompts riding in its decode phase were counted per prompt (steady.burst_riding).
+#: closed loop's prompts riding in its decode phase were counted per prompt (bursts.burst_riding).
 ROCM_LARGE_MOE_LONGER = (
     -0.044,
     -0.249,
