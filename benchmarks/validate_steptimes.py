@@ -19,10 +19,12 @@ Run:  python benchmarks/validate_steptimes.py  [--rows]
 2. Verification relative to decode.  t(b, q, L) / t(b, 1, L) of each source
    against the same ratio of the measured kernel latencies (GEMMs at m = b q,
    attention) for Llama-3.1-8B and Llama-3.2-1B on H100, H200 and A100 at
-   b = 1..256, q = 2..9, L = 400..4096.  The kernel and hybrid sources take
-   this ratio from those measurements, so their error here is zero by
-   construction: the table shows how far the whole-pass roofline is from
-   what the kernels measure.  No public end-to-end measurement of verify-pass
+   b = 1..256, q = 2..9, L = 400..4096.  The kernel source takes this ratio
+   from those measurements, so its error here is zero by construction; the
+   hybrid takes it from them untiled (each pass's GEMMs at their line's lower
+   convex hull, :mod:`specsim.timing.hybrid`), so its difference here is the
+   tile quantisation it leaves out, not an error on held-out data: the table
+   shows how far the whole-pass roofline is from what the kernels measure.  No public end-to-end measurement of verify-pass
    cost against batch was available to this project; see the README.
 3. Published speculative speedup against batch (one measurement, EAGLE on vLLM).
 4. Multi-GPU and MoE deployments (issue 11).  Public TPOT rows of tensor-parallel

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["interp_grid"]
+__all__ = ["interp_grid", "lower_hull"]
 
 
 def interp_grid(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
@@ -69,3 +69,22 @@ def _bilinear(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
             out = out + np.where(w > 0, w * grid[i + di, j + dj], 0.0)
     inside = (x >= xa[0]) & (x <= xa[-1]) & (y >= ya[0]) & (y <= ya[-1])
     return np.where(inside, out, np.nan)
+
+
+def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``y`` at ``x`` on the lower convex hull of the points (x, y), ``x`` increasing: the greatest convex function at
+    or under every point (Andrew's monotone chain, its lower half).  A loop over the points: a table's line is built
+    once, and a hull is sequential.
+
+    >>> lower_hull(np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.0, 3.0, 3.0, 4.0])).tolist()
+    [1.0, 2.0, 3.0, 4.0]
+    """
+    keep: list[int] = []
+    for i in range(x.size):
+        # The last kept point lies on or above the chord from the one before it to this one: not a vertex.
+        while len(keep) >= 2 and (y[keep[-1]] - y[keep[-2]]) * (x[i] - x[keep[-2]]) >= (y[i] - y[keep[-2]]) * (
+            x[keep[-1]] - x[keep[-2]]
+        ):
+            keep.pop()
+        keep.append(i)
+    return np.minimum(np.interp(x, x[keep], y[keep]), y)  # (a point on a chord: never above it by a rounding)

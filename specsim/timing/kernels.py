@@ -90,7 +90,7 @@ import numpy as np
 
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
-from specsim.timing._grid import interp_grid
+from specsim.timing._grid import interp_grid, lower_hull
 from specsim.timing.base import StepTime
 from specsim.timing.roofline import step_time
 
@@ -149,7 +149,7 @@ _MOE_DTYPES = {
     "mxfp4": ("w4a16_mxfp4",),
     "int4": ("int4_wo",),
 }
-_SCHEMA = 13  # bump when the table layout or the composition changes
+_SCHEMA = 14  # bump when the table layout or the composition changes
 #: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
 _LAYOUT_FIELDS = (
     "n_chunked_layers",
@@ -190,6 +190,7 @@ _CACHED_ARRAYS = (
     "rec_s",
     "moe_m",
     "moe_s",
+    "gemm_hull_s",
 )
 
 
@@ -229,6 +230,9 @@ class KernelTable:
     #: what re-prices the experts of a pass whose sequences route alike (``routing_correlation``).
     moe_m: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     moe_s: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #: ``gemm_s`` without tile quantisation (:meth:`gemm_hull`): the weight GEMMs' line at its lower convex hull, the
+    #: routed experts as measured; None: the hull of ``gemm_s``.
+    gemm_hull_s: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("gemm_m", "gemm_s", "attn_b", "attn_L", "prefill_isl", "prefill_attn_s"):
@@ -243,6 +247,12 @@ class KernelTable:
             raise ValueError("kernel table: attention axes must be increasing")
         if not (np.all(np.isfinite(self.gemm_s)) and np.all(self.gemm_s > 0)):
             raise ValueError("kernel table: GEMM times must be finite and positive")
+        if self.gemm_hull_s is None:  # a frozen dataclass's derived field, set once here
+            object.__setattr__(self, "gemm_hull_s", lower_hull(self.gemm_m, self.gemm_s))
+        if self.gemm_hull_s.shape != self.gemm_s.shape or not np.all(
+            (self.gemm_hull_s > 0) & (self.gemm_hull_s <= self.gemm_s)
+        ):
+            raise ValueError("kernel table: the untiled GEMM line must be positive and at most the GEMM line")
         finite = self.attn_s[np.isfinite(self.attn_s)]
         if finite.size == 0 or np.any(finite <= 0):
             raise ValueError("kernel table: attention times must be positive where measured")
@@ -289,6 +299,17 @@ class KernelTable:
     def gemm(self, m: np.ndarray) -> np.ndarray:
         """All GEMMs of a pass at ``m`` tokens, seconds; NaN outside the measured m."""
         return np.interp(m, self.gemm_m, self.gemm_s, left=np.nan, right=np.nan)
+
+    def gemm_hull(self, m: np.ndarray) -> np.ndarray:
+        """All GEMMs of a pass at ``m`` tokens without tile quantisation, seconds; NaN outside the measured m.
+
+        A GEMM without quantisation takes the larger of its weights' read and its FLOP (plus a launch): a convex
+        function of m.  Tiles and waves only add to it (a partial tile or wave costs a whole one: the H100's 8B line
+        rises 5.5% from m = 160 to 161), so the greatest convex function under the measured line, its lower convex
+        hull, is that line without them.  The routed experts are added as measured: the experts a pass reads grow
+        concavely with m (:func:`_moe_uniform`), which a hull would cut.
+        """
+        return np.interp(m, self.gemm_m, self.gemm_hull_s, left=np.nan, right=np.nan)
 
     def _layers(self) -> tuple[int, int, float]:
         shape = self.meta["shape"]
@@ -598,6 +619,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     if gemm.empty:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where, _held_rate(model, device))
+    gemm_hull_s = lower_hull(gemm_m, gemm_s)  # the weight GEMMs' alone: the routed experts' line is not convex
     moe_m, moe_s, folders = np.zeros(0), np.zeros(0), [gemm_dir, attn_dir]
     if model.is_moe:
         moe_m, moe_s, moe_dir = _moe_line(model, root, dev, engine, where)
@@ -608,6 +630,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
             raise KernelDataError(f"{where}: the fused-MoE measurements do not cover the GEMM token range")
         stop = int(np.argmin(inside)) if not inside.all() else inside.size
         gemm_m, gemm_s = gemm_m[:stop], gemm_s[:stop] + model.n_moe_layers * moe[:stop]
+        gemm_hull_s = gemm_hull_s[:stop] + model.n_moe_layers * moe[:stop]
 
     if gen.empty:
         raise KernelDataError(
@@ -660,6 +683,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         rec_s=rec_s,
         moe_m=moe_m,
         moe_s=moe_s,
+        gemm_hull_s=gemm_hull_s,
     )
 
 
