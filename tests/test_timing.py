@@ -223,6 +223,21 @@ def test_the_hybrid_verification_pass_never_falls_with_the_batch_or_its_tokens(h
     assert by_tokens.min() >= -1e-12
 
 
+def test_a_hybrid_over_kernels_kept_in_memory_answers_as_over_the_kernels():
+    """A calibration wraps the hybrid's kernels in a MemoSource (specsim.calibration.model); the hybrid reads each
+    pass's GEMMs untiled from the kernels' table through it, as from the kernels themselves."""
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.memo import MemoSource
+    from specsim.timing.roofline import RooflineSource
+
+    model = get_model("llama-3.1-8b")
+    kern = KernelSource(H100)
+    plain = HybridSource(RooflineSource(H100), kern).step_time(model, B, 4, 1128).total_s
+    kept = HybridSource(RooflineSource(H100), MemoSource(kern)).step_time(model, B, 4, 1128).total_s
+    np.testing.assert_array_equal(kept, plain)
+    assert MemoSource(RooflineSource(H100)).table(model) is None
+
+
 def test_where_a_verification_pass_leaves_the_kernel_data_the_hybrid_ratio_is_the_rooflines_own():
     """A pass of 1024 x 33 tokens is past the H100's largest measured GEMM (m = 32768) while its decode step is not: the
     ratio was a roofline pass over a kernel sum (one with the per-pass overhead, one without); it is the roofline's."""

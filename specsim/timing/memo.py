@@ -42,6 +42,12 @@ class MemoSource:
         ``kin``)."""
         return getattr(self.inner, "kin", None)
 
+    def table(self, model):
+        """The inner source's kernel table for ``model`` (:meth:`~specsim.timing.kernels.KernelSource.table`: what the
+        hybrid source reads each pass's GEMMs untiled from), None where the inner source has none."""
+        table = getattr(self.inner, "table", None)
+        return None if table is None else table(model)
+
     def describe(self) -> str:
         return self.inner.describe()
 
