@@ -72,7 +72,7 @@ PLAIN = dict(
 )
 # Speculative host terms printed by benchmarks/validate_speculation.py (tests/test_spec_fit.py refits them): fitted
 # on the serial versions, roofline step (spec) and GPU time (kernel_spec).
-SPEC = SpecHost(round_s=0.0, step_s=0.425e-3, seq_s=0.0, seq_step_s=5.4e-6)
+SPEC = SpecHost(round_s=0.05e-3, step_s=0.428e-3, seq_s=0.7e-6, seq_step_s=7.2e-6)
 KERNEL_SPEC = SpecHost(round_s=0.0, step_s=0.475e-3, seq_s=0.2e-6, seq_step_s=6.8e-6)
 #: vLLM's ROCm build on AMD Instinct: the round's host terms fitted to AMD's MI355X sweeps (vLLM blog 2026-07-13,
 #: Kimi-K2.5 and MiniMax-M2.5 with EAGLE-3 heads at TP 4, concurrency 4-64; :mod:`specsim.calibration.rocm`, printed by
