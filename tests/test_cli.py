@@ -182,7 +182,9 @@ def test_engines_list_every_preset_and_show_one_with_its_drafters_releases(capsy
     rows = [line.split()[0] for line in out.splitlines()[2:] if line and not line.startswith("round:")]
     assert code == 0 and rows == list(PRESETS)
     sglang = next(line for line in out.splitlines() if line.startswith("sglang@latest "))
-    assert "0.5.11-0.5.23" in sglang and "2.62" in sglang and "50.3" in sglang  # its fitted round terms
+    assert (
+        "0.5.11-0.5.23" in sglang and "3.01" in sglang and "49.7" in sglang
+    )  # its fitted round terms (2.62, 50.3 before acdeccb)
     code, out, _ = run(capsys, "engines", "show", "vllm@0.24.0")
     assert code == 0 and out.startswith("engine: vllm 0.24.0 (preset vllm@0.14)")
     assert "  --draft dspark: dspark from 0.25.0 (vllm/config/speculative.py" in out  # not in 0.24.0 itself

@@ -306,7 +306,16 @@ def test_compare_and_explain_say_a_gain_on_the_line_as_optimal_gamma_does(capsys
     assert [r["on_the_line"] for r in rows] == [True, True, False]
     assert main(["explain", *at]) == 0
     assert f"at batch 254, 255 the speedup (1.069x, 1.068x) is {said}" in capsys.readouterr().out
-    load = ["--alpha", "0.45", "--concurrency", "42,43,60", "--input-len", "1128", "--output-len", "256"]  # 40,41 before
+    load = [
+        "--alpha",
+        "0.45",
+        "--concurrency",
+        "42,43,60",
+        "--input-len",
+        "1128",
+        "--output-len",
+        "256",
+    ]  # 40,41 before
     assert main(["explain", *load, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     rows = rows if isinstance(rows, list) else rows["rows"]
