@@ -190,8 +190,11 @@ def test_notebook_02s_prose_says_what_its_cells_compute():
     lower = speed["roofline"] - speed["hybrid"]
     assert lower.loc[:8].max() < 0.02 < lower[16]
     assert (speed["roofline"].loc[:64] > 1.83).all() and (ratio["roofline"].loc[:64] < 1.002).all()
-    assert (ratio["hybrid"].loc[16:64] > 1.03).all()  # the left panel: verification dearer than a decode step
-    assert "The best γ (the cell above) is the same on both up to batch 64 (4 up to batch 32, 3 at 64)" in prose
-    assert "one smaller with the kernels at batch 128 (1 against 2)" in prose
-    assert best["roofline"].loc[:64].tolist() == best["hybrid"].loc[:64].tolist() == [4] * 6 + [3]
-    assert (best["hybrid"][128], best["roofline"][128]) == (1, 2)
+    # The left panel: verification dearer than a decode step (1.0299 at batch 16 since the hybrid's untiled ratio,
+    # fa9a86b; 1.03 held it before).
+    assert (ratio["hybrid"].loc[16:64] > 1.025).all()
+    assert "The best γ (the cell above) is the same on both up to batch 16 (4)" in prose
+    assert "one smaller with the kernels at batch 32 (3 against 4), and the same again at 64 (3) and 128 (2)" in prose
+    assert best["roofline"].loc[:64].tolist() == [4] * 6 + [3]
+    assert best["hybrid"].loc[:64].tolist() == [4] * 5 + [3, 3]
+    assert best["hybrid"][128] == best["roofline"][128] == 2
