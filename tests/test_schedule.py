@@ -937,8 +937,9 @@ def test_a_schedule_turns_speculation_off_only_where_no_gamma_it_may_still_take_
 def test_a_schedule_off_where_speculation_pays_on_its_own_says_so(capsys):
     """gpt-oss-120b with its catalog draft on an H200 (roofline): no gamma pays at batch 1 (a MoE's verification reads
     more experts than its decode step), so a schedule that never rises (SGLang's: one static configuration, switched off
-    past a batch) is off at every batch, while optimal-gamma says speculate from batch 35 (1.23x at 73, SGLang's round
-    host work counted).  The table
+    past a batch) is off at every batch, while optimal-gamma says speculate from batch 38 (1.20x at 72, SGLang's round
+    host work counted; from batch 35, 1.23x at 73, before the spec v1 round terms were refitted under the untiled
+    verification ratio).  The table
     alone said 'off' (39% below the best); a note names the batch sizes where it pays on its own and the most it gains,
     as optimal-gamma gives it.  (vLLM from 0.24.0 takes a schedule that rises: the test below.)"""
     argv = ["schedule", "--hardware", "h200", "--target", "gpt-oss-120b", "--max-batch", "256", "--timing", "roofline"]
@@ -951,7 +952,7 @@ def test_a_schedule_off_where_speculation_pays_on_its_own_says_so(capsys):
     i = int(np.argmax(best.speedup))
     assert (int(gamma), int(batch)) == (int(best.gamma[i]), i + 1)
     assert float(gain) == pytest.approx(float(best.speedup[i]), abs=5e-4)
-    assert best.gamma[0] == 0 and float(gain) > 1.2
+    assert best.gamma[0] == 0 and float(gain) > 1.15
 
 
 def _vllm_dynamic_sd_lookup(config: dict, max_num_seqs: int) -> np.ndarray:
