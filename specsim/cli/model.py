@@ -1038,11 +1038,18 @@ def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None
             f"give your engine's setting; the KV cache is {kv_error_said(dep.engine.name)}",
             file=sys.stderr,
         )
+    import numpy as np
+
     from specsim.serving.steady import preemption_expected
 
     limits = answer.limits.for_deployment(dep)
     policy = limits.kv_policy
-    if (held_by_kv or preemption_expected(answer.state, limits).any()) and policy.preempts:
+    # of the rows the answer shows (plain and each load's gamma), not of every gamma its search tried
+    expected = preemption_expected(answer.state, limits)
+    shown = np.zeros(expected.shape, dtype=bool)
+    shown[0] = True
+    shown[np.asarray(answer.best, dtype=int), np.arange(expected.shape[1])] = True
+    if (held_by_kv or (expected & shown).any()) and policy.preempts:
         # the engine admits on prompts and preempts as they grow
         print(
             f"note: where the KV cache holds fewer users than the load brings, the engine is expected to preempt "
