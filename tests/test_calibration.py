@@ -712,10 +712,20 @@ def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_
     assert calls["charge"] == 1 and calls["sinc"] <= 1, calls
     # the times as a model that kept nothing makes them
     for v, t in zip(steps, times):
-        fresh = RunModel(dep, runs)
+        fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
             np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
+def _settled_two_loads(dep):
+    """A run model of plain and speculative runs at 4 and 16 users (2 draft steps, 512-token prompts), settled at the
+    true terms with acceptance 0.72: (model, values, the runs' index), for the tests that count what its fit recomputes."""
+    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,), pinned=False)
+    model = RunModel(dep, runs)
+    values = dataclasses.replace(TRUE, alphas=(0.72,) * len(model.sweeps))
+    model.settle(values)
+    return model, values, np.arange(len(runs))
 
 
 def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_round_again(dep, monkeypatch):
@@ -724,11 +734,7 @@ def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_roun
     the prefill efficiency (the Jacobian's columns of those).  Now the steps are kept until the batches are settled
     again: the rounds of five such points are composed at the first alone, and their times are those of a model that kept
     nothing."""
-    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,), pinned=False)
-    model = RunModel(dep, runs)
-    values = dataclasses.replace(TRUE, alphas=(0.72,) * len(model.sweeps))
-    model.settle(values)
-    index = np.arange(len(runs))
+    model, values, index = _settled_two_loads(dep)
     calls = []
     composed = Deployment.round_host
     monkeypatch.setattr(Deployment, "round_host", lambda *a, **k: calls.append(1) or composed(*a, **k))
@@ -739,7 +745,7 @@ def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_roun
     times += [model.times(v, index) for v in points[1:]]
     assert first > 0 and len(calls) == first
     for v, t in zip(points, times):
-        fresh = RunModel(dep, runs)
+        fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
             np.testing.assert_array_equal(t[key], got, err_msg=key)
@@ -773,7 +779,7 @@ def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
     assert len(made) <= first + 1, (first, len(made))
     monkeypatch.undo()
     for v, t in zip(points + shared, times):
-        fresh = RunModel(dep, runs)
+        fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
             np.testing.assert_array_equal(t[key], got, err_msg=key)
@@ -799,7 +805,7 @@ def test_a_fits_steps_in_the_engines_terms_meet_the_same_populations_prompts_onc
     assert len(calls) == 1, len(calls)
     monkeypatch.undo()
     for v, t in zip(steps, times):
-        fresh = RunModel(dep, runs)
+        fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
             np.testing.assert_array_equal(t[key], got, err_msg=key)
@@ -813,11 +819,7 @@ def test_a_fits_steps_in_the_engines_terms_find_the_same_acceptances_rounds_once
     bit."""
     import specsim.calibration.model as run_model
 
-    runs = _model_runs(dep, loads=(4, 16), steps=(2,), prompts=(512,), pinned=False)
-    model = RunModel(dep, runs)
-    values = dataclasses.replace(TRUE, alphas=(0.72,) * len(model.sweeps))
-    model.settle(values)
-    index = np.arange(len(runs))
+    model, values, index = _settled_two_loads(dep)
     calls = []
     found = run_model.tokens_per_round
     monkeypatch.setattr(run_model, "tokens_per_round", lambda *a, **k: calls.append(1) or found(*a, **k))
@@ -827,7 +829,7 @@ def test_a_fits_steps_in_the_engines_terms_find_the_same_acceptances_rounds_once
     assert not model.rounds(values.alphas, index).flags.writeable
     monkeypatch.undo()
     for v, t in zip(steps, times):
-        fresh = RunModel(dep, runs)
+        fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
             np.testing.assert_array_equal(t[key], got, err_msg=key)
