@@ -711,7 +711,13 @@ def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_
     times = [model.times(v, index) for v in steps]
     assert calls["charge"] == 1 and calls["sinc"] <= 1, calls
     # the times as a model that kept nothing makes them
-    for v, t in zip(steps, times):
+    _assert_times_of_a_fresh_model(dep, model, values, index, steps, times)
+
+
+def _assert_times_of_a_fresh_model(dep, model, values, index, points, times):
+    """Each of ``times`` (a kept model's, at ``points``) is, key by key and to the bit, what a model of the same runs that
+    kept nothing gives, settled at ``values``."""
+    for v, t in zip(points, times):
         fresh = RunModel(dep, model.runs)
         fresh.settle(values)
         for key, got in fresh.times(v, index).items():
@@ -744,11 +750,7 @@ def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_roun
     first = len(calls)  # the rounds' passes (Deployment.round_time) and their host work at the first point
     times += [model.times(v, index) for v in points[1:]]
     assert first > 0 and len(calls) == first
-    for v, t in zip(points, times):
-        fresh = RunModel(dep, model.runs)
-        fresh.settle(values)
-        for key, got in fresh.times(v, index).items():
-            np.testing.assert_array_equal(t[key], got, err_msg=key)
+    _assert_times_of_a_fresh_model(dep, model, values, index, points, times)
 
 
 def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
@@ -778,11 +780,7 @@ def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
     times += [model.times(v, index) for v in shared]
     assert len(made) <= first + 1, (first, len(made))
     monkeypatch.undo()
-    for v, t in zip(points + shared, times):
-        fresh = RunModel(dep, model.runs)
-        fresh.settle(values)
-        for key, got in fresh.times(v, index).items():
-            np.testing.assert_array_equal(t[key], got, err_msg=key)
+    _assert_times_of_a_fresh_model(dep, model, values, index, points + shared, times)
 
 
 def test_a_fits_steps_in_the_engines_terms_meet_the_same_populations_prompts_once(dep, monkeypatch):
@@ -804,11 +802,7 @@ def test_a_fits_steps_in_the_engines_terms_meet_the_same_populations_prompts_onc
     times = [model.times(v, index) for v in steps]
     assert len(calls) == 1, len(calls)
     monkeypatch.undo()
-    for v, t in zip(steps, times):
-        fresh = RunModel(dep, model.runs)
-        fresh.settle(values)
-        for key, got in fresh.times(v, index).items():
-            np.testing.assert_array_equal(t[key], got, err_msg=key)
+    _assert_times_of_a_fresh_model(dep, model, values, index, steps, times)
 
 
 def test_a_fits_steps_in_the_engines_terms_find_the_same_acceptances_rounds_once(dep, monkeypatch):
@@ -828,11 +822,7 @@ def test_a_fits_steps_in_the_engines_terms_find_the_same_acceptances_rounds_once
     assert len(calls) <= 1, len(calls)
     assert not model.rounds(values.alphas, index).flags.writeable
     monkeypatch.undo()
-    for v, t in zip(steps, times):
-        fresh = RunModel(dep, model.runs)
-        fresh.settle(values)
-        for key, got in fresh.times(v, index).items():
-            np.testing.assert_array_equal(t[key], got, err_msg=key)
+    _assert_times_of_a_fresh_model(dep, model, values, index, steps, times)
 
 
 @pytest.fixture(scope="module")
