@@ -32,6 +32,15 @@ holding about P; with f spread evenly over [0, P) that is b / P of them, about b
 over the lambda = b / O finishes an iteration: R = O z.  Where outputs are long lambda is small and z near 1: R = O,
 the charge's.
 
+* what sets z past capacity, the iterations with a finish taken apart: the share of the finished requests preempted
+  at least once, p1; the share of iterations with a finish of a request never preempted, beside lambda (1 - p1) / G
+  (their prompts went through the budget back to back, G an iteration: one wave a cycle); the share with finishes of
+  preempted requests alone, beside p1 lambda (each finishes once, alone, off the wave: its wait moved it); and the
+  preemptions a preempted request, m / p1, beside 1 + r, r = 1 - (b - O + L - P) / P (in [0, 1]), the chance that a
+  finish off the wave frees room for the queue's head, a request just preempted that is then the newest again, with
+  the fragment f spread evenly over [0, P).  Plain, the shares hold within a few hundredths; speculating, acceptance
+  spreads the wave's edges and the lone finishes meet others (``docs/serving.md``).
+
     python benchmarks/preemption_anatomy.py [--only 0,3]
 """
 
@@ -61,6 +70,9 @@ CASES = [
     ("closed 512u 1000/2000", 512, 1000, 2000, 3, None, 8 * 512, 3),
     ("closed 512u 1000/8000", 512, 1000, 8000, 3, None, 8 * 512, 3),
     ("poisson 1.5x 1000/2000", None, 1000, 2000, 3, 1.5, 3000, 0),
+    # shorter and longer outputs past capacity, run long
+    ("poisson 1.5x 1000/128 long", None, 1000, 128, 3, 1.5, 16000, 0),
+    ("poisson 1.5x 1000/1024 long", None, 1000, 1024, 3, 1.5, 8000, 0),
 ]
 
 
@@ -242,6 +254,18 @@ def _row(run, ledger, arm_limits, s, i: int, case) -> dict:
     waits = np.array([y - x for x, y in ledger.waits if t0 < x <= t1])
     wait = float(waits.mean()) * finished / max(t1 - t0, 1e-12) if waits.size else 0.0
     group = float(arm_limits.prefill_budget(n_e, g)) / P  # prompts an iteration's budget takes beside N_e decoding
+    # the iterations with a finish taken apart: finishes of requests never preempted, and those of preempted ones alone
+    its = np.unique(np.asarray(ledger.clock.ends))
+    its = its[(its > t0) & (its <= t1)]
+    hit = np.zeros(run.finish_s.size, dtype=bool)
+    hit[[e[1] for e in ledger.preempted]] = True
+    span = (run.finish_s > t0) & (run.finish_s <= t1)
+    at = np.searchsorted(its, run.finish_s)
+    never, only = np.zeros(its.size, dtype=bool), np.zeros(its.size, dtype=bool)
+    never[at[span & ~hit]] = True
+    only[at[span & hit]] = True
+    p1 = float(hit[span].mean()) if span.any() else float("nan")
+    refill = float(np.clip(1.0 - (lam * O - O + float(L) - P) / P, 0.0, 1.0))  # r: a lone finish admits the head
 
     def mean(j):
         return float(np.mean([e[j] for e in ev])) if ev else float("nan")
@@ -264,6 +288,10 @@ def _row(run, ledger, arm_limits, s, i: int, case) -> dict:
         "zero": (zero, math.exp(-lam), max(1.0 - lam / group, 0.0)),
         "dispersion": float(k.var() / max(lam, 1e-9)),
         "total": run.preemptions,
+        "p1": p1,
+        "wave": (float(never.mean()), lam * (1.0 - p1) / group),
+        "alone": (float((only & ~never).mean()), p1 * lam),
+        "nu": (len(ev) / max(finished, 1) / max(p1, 1e-12), 1.0 + refill),
     }
 
 
@@ -281,7 +309,8 @@ def main(argv=None) -> int:
         "case | arm | N_e | charge m / L / R | sim m / L / R | preempted >= 1 | most | newest | decoded (since"
         " admitted) | again | wait (finishes) | m x wait | f / head q10,q50,q90 | preempting after a finish"
         " | finishes an iteration, var/mean | z (e^-lambda, 1 - lambda/G) | O z (O e^-lambda, O (1 - lambda/G))"
-        " | all preemptions"
+        " | all preemptions | p1 | never-preempted's iterations (lambda (1 - p1) / G) | preempted's alone (p1 lambda)"
+        " | m / p1 (1 + r)"
     )
     for k in picks:
         for r in run_case(CASES[k]):
@@ -293,7 +322,9 @@ def main(argv=None) -> int:
                 f" | {r['decoded'][0]:.0f} ({r['decoded'][1]:.0f}) | {r['again']:.3f} | {r['wait']:.1f}"
                 f" | {r['queue']:.1f} | {q[0]:.2f},{q[1]:.2f},{q[2]:.2f} | {r['after_finish']:.4f}"
                 f" | {r['lambda']:.3f}, {r['dispersion']:.2f} | {z:.3f} ({zp:.3f}, {zc:.3f})"
-                f" | {O * z:.0f} ({O * zp:.0f}, {O * zc:.0f}) | {r['total']}",
+                f" | {O * z:.0f} ({O * zp:.0f}, {O * zc:.0f}) | {r['total']} | {r['p1']:.3f}"
+                f" | {r['wave'][0]:.3f} ({r['wave'][1]:.3f}) | {r['alone'][0]:.3f} ({r['alone'][1]:.3f})"
+                f" | {r['nu'][0]:.2f} ({r['nu'][1]:.2f})",
                 flush=True,
             )
     return 0
