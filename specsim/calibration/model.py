@@ -35,7 +35,13 @@ from specsim.calibration.runs import with_sweep_acceptance
 from specsim.core.workloads import mean_context_tokens
 from specsim.engines import SpecHost
 from specsim.serving.drain import batch_drains
-from specsim.serving.preemption import closed_loop_charge, drained_charge, saturated_charge, saturated_kv_bound
+from specsim.serving.preemption import (
+    closed_loop_charge,
+    drained_charge,
+    saturated_charge,
+    saturated_kv_bound,
+    wave_of,
+)
 from specsim.serving.steady import (
     EngineLimits,
     admitted_at_once,
@@ -126,6 +132,7 @@ class RunModel:
         )
         # Without speculation and with every request alike, a closed loop's users move in step (closed_population).
         self.fixed = np.array([x.fixed_lengths and c.kind == "plain" for x, c in zip(r, runs)])
+        self.same_lengths = np.array([bool(x.fixed_lengths) for x in r])  # a full engine's wave (preemption.wave_of)
         self.observable = np.array([x.observable for x in r])
         self.measured = np.array([x.value for x in r], dtype=float)
         self.ttft = np.array([np.nan if x.ttft_s is None else x.ttft_s for x in r], dtype=float)
@@ -539,12 +546,18 @@ class RunModel:
                 return None
             if k == "full":
                 kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
-                return saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s)
+                alpha = self.acceptance(values.alphas, i)[0]
+                wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
+                return saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s, wave)
             return (closed_loop_charge if k == "concurrency" else drained_charge)(*args, resume_s)
 
         # The charge depends on the runs and the prompt's time alone, kept: a fit's steps in the engine's other terms
         # and the acceptances ask for the same one (6% of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU).
-        preempted = _kept(self._charges, (k, i.tobytes(), values.scale, values.prefill_scale), charge, 64)
+        # (a full engine's charge depends on its population and acceptance too, through its wave: preemption.wave_of)
+        wave_key = (
+            np.asarray(pop.cycle).tobytes() + self.acceptance(values.alphas, i)[0].tobytes() if k == "full" else b""
+        )
+        preempted = _kept(self._charges, (k, i.tobytes(), values.scale, values.prefill_scale, wave_key), charge, 64)
         requests = self.completed[i] if k == "concurrency" else None
         # What the population alone decides of the times (steady.closed_loop_meets), kept with it: a fit's steps in the
         # engine's terms time the same population again (a third of closed_loop_times' CPU in calibrate-engine --plan).

@@ -67,7 +67,13 @@ serves with the N_e the cache holds, the queue grows without end and the engine 
 never run out, N infinite, so the queue's prompts never bound the recompute, R = max(O - A - N_e S, 0), and the
 waits and resumes are the closed loop's at N_e.  The charge lowers the engine's rate, so the served rate drops from
 the capacity to the preempting engine's as the load crosses it (vLLM's throughput falls as a queue builds; the
-simulator plays it).
+simulator plays it).  Where every request has the same lengths, only the growth of the iterations with no finish is
+preempted: vLLM grows the running requests' blocks after a finished request's came back, so an iteration after one
+with a finish has at least P + O free and does not preempt, and the others preempt the newest, holding about P, where
+their growth b exceeds the fragment f in [0, P) the last admissions left: b / P of them with f even, about b tokens.
+Per request, over the lambda = b / O finishes an iteration, R = z (O - A - N_e S), z the share of iterations with no
+finish (R = O z within -2% to +5% of the simulator's, ``docs/serving.md``).  The finishes come in one wave a cycle,
+and z is derived from it in :func:`unfinished_share`; where lengths vary z is 1 (not modelled).
 
 Poisson arrivals below that capacity (:func:`queued_charge`).  The mean number in the engine is under N_e, but the
 Poisson swings take it there: the steady state's birth-death chain of the number in the system
@@ -80,9 +86,8 @@ than their factor on the wait).  At a small cache (H100 roofline, 16 requests of
 of the full engine's rate) it charges 0.191 a request where the simulator preempts 0.155 (standard error 0.004,
 ``tests/test_arrivals.py``); at 0.9 of a 100-request cache's capacity (1,000 in, 8,000 out) 0.21 where runs of
 30,000 arrivals preempt 0.18 (standard error 0.06; runs of 3,000 are too short to meet the swing), and near a 418-request
-cache's, 0.017 a request at 29/s where the simulator preempts 0.015-0.027 (``docs/serving.md``).  Past its capacity
-the simulator preempts fewer than the saturated charge at short outputs, so where Q nears 1 this charge over-counts as
-that one does.
+cache's (1,000 in, 256 out, gamma 3), 0.008 a request at 29/s where the simulator preempts 0.032, nearer its own
+capacity (``docs/serving.md``; 0.017 against 0.015 at c0e818c, the whole output charged).
 
 An offline batch of N requests at once (:func:`drained_charge`).  The engine admits on what it counts (the prompt's
 blocks for vLLM: :func:`specsim.serving.kv_blocks.admission_tokens`), far more than the N_e it holds at their mean
@@ -114,15 +119,24 @@ __all__ = [
     "queued_charge",
     "saturated_charge",
     "saturated_kv_bound",
+    "unfinished_share",
+    "wave_of",
 ]
 
 
 def closed_loop_preemption(
-    policy, users: object, in_engine: object, limited_by: object, input_tokens: object, output_tokens: object
+    policy,
+    users: object,
+    in_engine: object,
+    limited_by: object,
+    input_tokens: object,
+    output_tokens: object,
+    unfinished: object = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(m, L): the preemptions per request of a closed loop of ``users`` whose engine's KV cache, held per ``policy``,
     holds ``in_engine`` of them (``limited_by`` "kv cache" where it binds), and the tokens each resume prefills (the
-    module's docstring); (0, 0) where nothing is preempted.
+    module's docstring); (0, 0) where nothing is preempted.  ``unfinished``: the share z of iterations with no finish,
+    whose growth alone is preempted (:func:`unfinished_share`; 1, every finish's growth, where not known).
 
     >>> from specsim.engines.engine import KvPolicy
     >>> m, L = closed_loop_preemption(KvPolicy(0.0, 16), 512, 90, "kv cache", 1000, 8000)
@@ -144,6 +158,7 @@ def closed_loop_preemption(
     uncovered = np.maximum(O - ahead - n_e * set_aside, 0.0)
     # users may be inf (a queue that never runs dry: saturated_charge); no prompt then still bounds it at 0, not nan
     recomputed = np.where(binds, np.minimum(uncovered, np.where(P > 0.0, queued, 0.0) * P), 0.0)
+    recomputed = recomputed * np.asarray(unfinished, dtype=float)
     held = np.maximum(n_e, 1.0)
     resumed = (P + np.sqrt(P**2 + recomputed * O / held)) / 2.0
     count = np.where(recomputed > 0.0, recomputed / np.maximum(resumed, 1.0), 0.0)
@@ -161,10 +176,106 @@ def closed_loop_charge(limits, users, in_engine, limited_by, input_tokens, outpu
     return count, resumed, resume_s(resumed)
 
 
-def saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, resume_s) -> tuple | None:
+#: The grid (in standard deviations) over which :func:`_edge` integrates a smeared wave's edge: the integrands fall as
+#: the normal's tail, under 1e-15 of their start past 8.
+_EDGE_GRID = np.linspace(0.0, 8.0, 801)
+
+
+def _edge(per_iteration: np.ndarray) -> np.ndarray:
+    """The iterations with a finish that one edge of a wave adds where its finishes, G an iteration inside it, are
+    spread by a normal of standard deviation 1 (in those units): the finishes in an iteration are Poisson, G Phi(-u)
+    at u past the edge and G Phi(u) inside it, so the edge adds int_0^inf 1 - exp(-G Phi(-u)) du and loses
+    int_0^inf exp(-G Phi(u)) - exp(-G) du (the wave's own iterations are counted as all with a finish: exp(-G) is
+    under 0.2% at the 6.5 prompts and more a budget of 8,192 tokens holds of 1,000-token prompts).
+
+    >>> [round(float(x), 3) for x in _edge(np.array([1.0, 6.5, 50.0]))]
+    [0.176, 1.249, 2.245]
+    """
+    from scipy.special import ndtr
+
+    G, u = np.asarray(per_iteration, dtype=float)[..., None], _EDGE_GRID
+    outside = 1.0 - np.exp(-G * ndtr(-u))
+    inside = np.exp(-G * ndtr(u)) - np.exp(-G)
+    return np.trapezoid(outside - inside, u, axis=-1)
+
+
+def unfinished_share(
+    in_engine, cycle, per_iteration, rounds_sd, input_tokens, output_tokens, resumed_tokens, iterations: int = 200
+) -> np.ndarray:
+    """z, the share of a full engine's iterations with no finish (the growth of those alone is preempted: the module's
+    docstring), where the queue never runs dry and every request has the same lengths: the ``in_engine`` requests
+    finish once a ``cycle`` of C iterations, lambda = N_e / C an iteration; the iterations' budget completes G =
+    ``per_iteration`` prompts; each request's rounds spread by ``rounds_sd`` a cycle (0 plain; inf where lengths vary:
+    z = 1, not modelled); ``resumed_tokens`` L, what a resume prefills.
+
+    One wave a cycle.  Every finish is followed by an admission from the queue's head (vLLM admits after the running
+    grow, while a prompt fits), and the prompts complete at most G an iteration, so the requests never preempted
+    finish in a wave: their prompts went through the budget back to back, G an iteration, and they finish a cycle
+    later in as many iterations, lambda (1 - p1) / G of them, p1 the share of requests preempted at least once.
+    Speculating, each one's rounds spread by s, so each of the wave's two edges adds e(G) s iterations with a finish
+    (:func:`_edge`): the wave's share w = lambda (1 - p1) / G + 2 e(G) s / C.  A preempted request waits at the queue's
+    front for the next finish and decodes its rest after its resume: it finishes off the wave, once, and alone (its
+    wait moved it; no two waited alike), p1 lambda lone finishes an iteration, spread over the iterations the wave
+    leaves, (1 - w) (1 - exp(-p1 lambda / (1 - w))) of them.  So z = (1 - w) exp(-p1 lambda / (1 - w)).
+
+    p1 from the counts.  m = R / L = O z / L preemptions a request (R = O z: the module's docstring), each preempted
+    request nu = m / p1 times: it is preempted again where a lone finish frees room for the queue's head, the request
+    just preempted, which is then the newest again: with the fragment f even over [0, P), a finish's P + O less the
+    growth b = lambda O of its iteration holds the head's P + (L - P) where f >= b - O + L - P, r = 1 - (b - O + L -
+    P) / P of the time (in [0, 1]), so nu = 1 + r and p1 = min(m / (1 + r), 1).  Solved by damped iteration from z =
+    1 (the map is a contraction where it matters: z' falls as z rises).
+
+    >>> z = unfinished_share(441, 256.0, 7.75, 0.0, 1000, 256, 1000)  # H100, 1,000 in, 256 out, plain
+    >>> round(float(z), 3)
+    0.654
+    >>> round(float(unfinished_share(441, 256.0, 7.75, np.inf, 1000, 256, 1000)), 3)  # lengths that vary
+    1.0
+    """
+    n_e, C, G, sd, P, O, L = np.broadcast_arrays(
+        *(
+            np.asarray(v, dtype=float)
+            for v in (in_engine, cycle, per_iteration, rounds_sd, input_tokens, output_tokens, resumed_tokens)
+        )
+    )
+    C, G, P, L = np.maximum(C, 1.0), np.maximum(G, 1e-9), np.maximum(P, 1.0), np.maximum(L, 1.0)
+    lam = n_e / C
+    refill = np.clip(1.0 - (lam * O - O + L - P) / P, 0.0, 1.0)
+    known = np.isfinite(sd)
+    edges = np.where(known, 2.0 * _edge(G) * np.where(known, sd, 0.0) / C, 0.0)
+    z = np.ones_like(lam)
+    for _ in range(iterations):
+        p1 = np.minimum(O * z / (L * (1.0 + refill)), 1.0)
+        gap = np.clip(1.0 - lam * (1.0 - p1) / G - edges, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            new = np.where(gap > 0.0, gap * np.exp(-p1 * lam / np.where(gap > 0.0, gap, 1.0)), 0.0)
+        z = 0.5 * (z + new)
+    # (where the wave takes every iteration the map is 0 and damping leaves 2^-iterations: none, exactly)
+    return np.where(known, np.where(new > 0.0, z, 0.0), 1.0)
+
+
+def wave_of(population, limits, gamma, fixed_lengths, input_tokens, acceptance, output_tokens) -> tuple:
+    """(N_e, C, G, s): what :func:`unfinished_share` takes of a full engine's closed-loop ``population``
+    (:func:`specsim.serving.steady.closed_population`): its requests, its cycle in iterations, the prompts of
+    ``input_tokens`` the budget beside N_e decoding at ``gamma`` completes an iteration, and one cycle's spread of a
+    request's rounds where every request has the same lengths (``fixed_lengths``): speculating at ``acceptance``,
+    :func:`specsim.serving.rounds.decode_rounds_sd` of its ``output_tokens`` less the first; 0 plain; inf where lengths
+    vary."""
+    from specsim.serving.rounds import decode_rounds_sd
+
+    n_e, g = np.asarray(population.in_engine, dtype=float), np.asarray(gamma)
+    per_iteration = np.maximum(limits.prefill_budget(n_e, g), 1.0) / np.maximum(np.asarray(input_tokens, float), 1.0)
+    fixed = np.asarray(fixed_lengths, dtype=bool)
+    spread = decode_rounds_sd(acceptance, g, np.asarray(output_tokens, dtype=float) - 1.0) if np.any(g > 0) else 0.0
+    sd = np.where(fixed, np.where(g > 0, spread, 0.0), np.inf)
+    return n_e, population.cycle, per_iteration, sd
+
+
+def saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, resume_s, wave=None) -> tuple | None:
     """:func:`closed_loop_charge` of Poisson arrivals past the engine's capacity where ``kv_bound`` (its KV cache, not
     max_num_seqs, holds the ``in_engine`` it runs full at): the closed loop of users that never run out (the module's
-    docstring), which :func:`specsim.serving.steady.steady_state` serves such a load as.
+    docstring), which :func:`specsim.serving.steady.steady_state` serves such a load as, of which only the growth of
+    the iterations with no finish is preempted, z of them (:func:`unfinished_share` of ``wave``, :func:`wave_of`'s;
+    z = 1 where None).
 
     >>> from specsim.serving.limits import EngineLimits
     >>> from specsim.engines.engine import KvPolicy
@@ -176,10 +287,21 @@ def saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, r
     True
     """
     limited = np.where(np.asarray(kv_bound, dtype=bool), "kv cache", "")
-    return closed_loop_charge(limits, np.inf, in_engine, limited, input_tokens, output_tokens, resume_s)
+    policy = limits.kv_policy
+    count, resumed = closed_loop_preemption(policy, np.inf, in_engine, limited, input_tokens, output_tokens)
+    if not np.any(count > 0.0):
+        return None
+    if wave is not None:
+        z = unfinished_share(*wave, input_tokens, output_tokens, np.where(count > 0.0, resumed, input_tokens))
+        count, resumed = closed_loop_preemption(policy, np.inf, in_engine, limited, input_tokens, output_tokens, z)
+        if not np.any(count > 0.0):
+            return None
+    return count, resumed, resume_s(resumed)
 
 
-def queued_charge(limits, queued, in_engine, kv_bound, input_tokens, output_tokens, resume_s) -> tuple | None:
+def queued_charge(
+    limits, queued, in_engine, kv_bound, input_tokens, output_tokens, resume_s, wave=None
+) -> tuple | None:
     """:func:`saturated_charge`'s counts for Poisson arrivals below the capacity of the engine whose KV cache holds
     ``in_engine`` where ``kv_bound``, the engine full a share ``queued`` of the time
     (:func:`specsim.serving.arrivals.admission_chain`'s Q): (Q m, L, t_r), None where nothing is charged (the module's
@@ -197,7 +319,7 @@ def queued_charge(limits, queued, in_engine, kv_bound, input_tokens, output_toke
     q = np.asarray(queued, dtype=float)
     if not np.any(q > 0.0):
         return None
-    charged = saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, resume_s)
+    charged = saturated_charge(limits, in_engine, kv_bound, input_tokens, output_tokens, resume_s, wave)
     if charged is None or not np.any(charged[0] * q > 0.0):
         return None
     return charged[0] * q, charged[1], charged[2]

@@ -85,6 +85,7 @@ from specsim.serving.preemption import (
     queued_charge,
     saturated_charge,
     saturated_kv_bound,
+    wave_of,
 )
 from specsim.serving.rounds import decode_rounds, decode_rounds_sd, decode_rounds_spread
 
@@ -835,7 +836,8 @@ def _closed_loop(
     elif kv_full is None:
         preempted = closed_loop_charge(limits, N, n_e, limited, whole, O, resume_s)
     else:
-        preempted = saturated_charge(limits, n_e, kv_full, whole, O, resume_s)
+        wave = wave_of(pop, limits, steps.gamma, steps.fixed_lengths, P, steps.acceptance, O)
+        preempted = saturated_charge(limits, n_e, kv_full, whole, O, resume_s, wave)
     t = closed_loop_times(
         pop, step, own, t_pf, n_e if drained else N, O, P, limits, requests, steps.batch_base_s, preempted
     )
@@ -1022,7 +1024,12 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     )
     # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
     # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
-    charged = queued_charge(limits, full_share, cap, kv_full, P + steps.cached, O, functools.partial(_resume_s, steps))
+    wave = None
+    if np.any(np.asarray(full_share) > 0.0) and np.any(kv_full):  # the full engine's wave, its population at N_e
+        full = closed_population(steps.acceptance, g, cap, P, O, limits, None, steps.fixed_lengths, cap)
+        wave = wave_of(full, limits, g, steps.fixed_lengths, P, steps.acceptance, O)
+    resume_s = functools.partial(_resume_s, steps)
+    charged = queued_charge(limits, full_share, cap, kv_full, P + steps.cached, O, resume_s, wave)
     share = lam * t_pf
     if charged is not None:
         share = lam * (t_pf + charged[0] * charged[2])
