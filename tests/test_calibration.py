@@ -2349,6 +2349,34 @@ def test_a_calibration_relabelled_for_another_gpu_is_refused(tmp_path, capsys, p
         )
 
 
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("device", "h200", "reads the kernels of device h200 but h100-sxm's are h100-sxm's"),
+        ("name", "h200-vllm-fitted", "the fitted profile is named 'h200-vllm-fitted', not h100-sxm's"),
+    ],
+)
+@PLAN_GROUP
+def test_a_calibration_whose_profile_names_another_gpu_than_its_base_is_refused(
+    tmp_path, capsys, plan_calibration, key, value, said
+):
+    # The peaks were checked against the base's, which these keep: with its seal taken off (read as written, the keys
+    # checked one by one) an H100 fit whose profile said device h200 was timed with H200's measured kernels (the
+    # header: "verification from ... kernels on h200"), and one named h200-... printed "on h200-vllm-fitted".
+    record = yaml.safe_load(pathlib.Path(plan_calibration).read_text())
+    assert record["base_hardware"] == "h100-sxm" and record["profile"]["device"] == "h100-sxm"
+    record["profile"][key] = value
+    del record["fit_sha256"]
+    bad = tmp_path / "other-gpu.yaml"
+    bad.write_text(yaml.safe_dump(record, sort_keys=False))
+    assert main(["optimal-gamma", "--calibration", str(bad), "--batch", "1"]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith("specsim optimal-gamma: error: other-gpu.yaml: ") and said in err
+    assert err.endswith(
+        "this calibration was not fitted on h100-sxm" + (" (a fit keeps its base's device)" * (key == "device"))
+    )
+
+
 @PLAN_GROUP
 def test_a_calibration_written_with_the_datasheets_decimal_memory_is_read_with_the_devices(tmp_path, plan_calibration):
     # Files written before 2026-12-04 hold the datasheet's "80 GB" read as 80e9 bytes; memory is not fitted, so such a

@@ -801,6 +801,17 @@ def _check_profile(where: str, profile, base: object):
                 f"{where}: the fitted profile's {key} is {mine:.4g} but {base}'s is {theirs:.4g}: this calibration "
                 f"was not fitted on {base} (a fit scales a profile's efficiencies, never its peaks)"
             )
+    # The GPU it names: the kernel tables it reads (the fit keeps its base's device) and the name every header prints.
+    if profile.kernel_device != built_in.kernel_device:
+        raise ValueError(
+            f"{where}: the fitted profile reads the kernels of device {profile.kernel_device} but {base}'s are "
+            f"{built_in.kernel_device}'s: this calibration was not fitted on {base} (a fit keeps its base's device)"
+        )
+    if not profile.name.startswith(f"{base}-"):
+        raise ValueError(
+            f"{where}: the fitted profile is named {profile.name!r}, not {base}'s ({base}-ENGINE-fitted, as "
+            f"calibrate-engine names it): this calibration was not fitted on {base}"
+        )
     return dataclasses.replace(profile, memory_bytes=built_in.memory_bytes)
 
 
