@@ -84,3 +84,20 @@ def test_replay_with_another_drafter_than_the_calibrations_plays_the_example_day
     assert main([*base, "--draft", "eagle3"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["alpha"] is None and record["acceptance_rates"]["per_position"] == pytest.approx(SHARES, abs=1e-4)
+
+
+def test_replay_and_watch_name_the_gpus_of_a_tensor_parallel_deployment(tmp_path, capsys):
+    """A 70B target at --tp 4 was said to run "on h100-sxm" in replay's first line and watch's model line, which no
+    single H100 holds; every answer's header says "on h100-sxm x 4 GPUs" (one function now says it for all three)."""
+    day = tmp_path / "day.om"
+    pair = ["--engine", "vllm@0.24.0", "--target", "llama-3.1-70b", "--draft", "eagle3", "--tp", "4"]
+    argv = ["replay", *pair, "--gamma", "3", "--rates", "0:0.5,2m", "--start", "2026-12-01T00:00:00Z"]
+    assert main([*argv, "--out", str(day)]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert "(llama-3.1-70b + an EAGLE-3 head on h100-sxm x 4 GPUs; " in first
+    # (its status is the verdicts that hold, 0 or 3-5: docs/watch.md; 2 would be bad input)
+    assert main(["watch", "--file", str(day), *pair, "--interval", "1m"]) in (0, 3, 4, 5)
+    said = [x for x in capsys.readouterr().out.splitlines() if x.startswith("the model: ")]
+    assert said and said[0].startswith("the model: llama-3.1-70b + an EAGLE-3 head on h100-sxm x 4 GPUs; engine ")
+    assert main(["optimal-gamma", *pair, "--batch", "1"]) == 0
+    assert " on h100-sxm x 4 GPUs; context " in capsys.readouterr().out.splitlines()[0]

@@ -142,7 +142,7 @@ def run_replay(args: argparse.Namespace) -> int:
     lengths_said = [f"--{f} {v} ({where})" for f, v, where in _lengths(args, calibrated_lengths(args))]
     print(
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
-        f"{dep.hardware.name}; {accepted}, gamma {args.gamma}"
+        f"{report.on_gpus(dep)}; {accepted}, gamma {args.gamma}"
         + (f" ({' and '.join(taken)}: {whose}, not given)" if taken else "")
         + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
         + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")

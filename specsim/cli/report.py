@@ -101,12 +101,15 @@ def short_bound(bound: str) -> str:
 VERBOSE = False
 
 
+def on_gpus(dep) -> str:
+    """The GPUs a deployment's headers name: ``h100-sxm``, or ``h100-sxm x 4 GPUs`` at tensor parallelism."""
+    return dep.hardware.name + (f" x {dep.target.tp} GPUs" if dep.target.tp > 1 else "")
+
+
 def describe(dep, context: int) -> str:
-    hw = dep.hardware
     t, d = dep.target, dep.draft
-    gpus = f" x {t.tp} GPUs" if t.tp > 1 else ""
     drafter = d.describe() if d is not None else f"{getattr(dep.drafter, 'label', 'no drafter')} (no network)"
-    head = f"target {t.describe()} + draft {drafter} on {hw.name}{gpus}; context {context} tokens"
+    head = f"target {t.describe()} + draft {drafter} on {on_gpus(dep)}; context {context} tokens"
     head += _context_said(getattr(context, "basis", None)) + "\n"
     if not VERBOSE:
         return head + dep.brief()

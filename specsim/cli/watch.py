@@ -433,7 +433,7 @@ def _header(args, source, names, shown, model, dep, limits, detector, judge, sai
     lines = [
         f"watching {source.describe()}: {shown} metrics of {model} ({names.source})",
         f"acceptance from {names.acceptance_basis}",
-        f"the model: {dep.target.name} + {dep.drafter.label} on {dep.hardware.name}; engine {dep.engine.label}"
+        f"the model: {dep.target.name} + {dep.drafter.label} on {report.on_gpus(dep)}; engine {dep.engine.label}"
         + (
             f"; the break-even of your engine, calibrated by {cal.name}"
             if cal is not None
