@@ -248,3 +248,28 @@ def test_gpu_only_commands_are_the_measure_ones(repo):
     ]
     assert gpu and all(c.startswith("specsim measure") for c in gpu)
     assert os.path.isfile(repo / "examples" / "h200-measured.csv")
+
+
+def test_the_first_answers_prose_says_the_table_it_follows(repo):
+    """The sentence under the first answer (README's "The answer", getting-started's "The first answer") restates its
+    table: the best gamma and its speedup to two decimals.  It said "gamma = 3 and 1.67x at 64" where the table quoted
+    above it says 1.650 (a model change left the prose behind), and cut some speedups (1.896 as 1.89x) and rounded
+    others (1.826 as 1.83x).
+    Each "gamma = G and S.SSx at [batch] B" and each "S.SSx at B" after it must be the default answer's at batch B."""
+    from specsim.answers import gamma_answer
+    from specsim.speculation.deployment import Deployment
+
+    rows = {r["batch"]: r for r in gamma_answer(Deployment.build(), 0.8, batches=[1, 16, 32, 64, 128, 256]).rows}
+    for page, heading in (("README.md", "## The answer"), ("docs/getting-started.md", "## The first answer")):
+        text = (repo / page).read_text().split(heading, 1)[1]
+        prose = text.split("```", 2)[2].strip().split("\n\n", 1)[0]  # the paragraph under the table
+        said = re.split(r"\. On vLLM", prose, maxsplit=1)[0]  # the default engine's, before other versions'
+        gamma = None
+        found = []
+        for g, speedup, batch in re.findall(r"(?:γ = (\d+) and )?(\d\.\d\d)x at (?:batch )?(\d+)", said):
+            gamma = int(g) if g else gamma
+            found.append((int(batch), gamma, speedup))
+        assert len(found) >= 3, (page, said)
+        for batch, g, speedup in found:
+            row = rows[batch]
+            assert (row["gamma"], speedup) == (g, f"{row['speedup']:.2f}"), (page, batch)
