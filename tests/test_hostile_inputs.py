@@ -741,6 +741,19 @@ CASES = [
         "--page-seconds must be in [1, 3600] (the day's length), got 0.001",
     ),
     ("replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0 --out {tmp}/out/day.om", "must be > 0, got 0"),
+    (  # it simulated the day, wrote day.om stamped 1e+308 (1e308 + 60 is 1e308) and ended in time_t's OverflowError
+        "replay --draft llama-3.2-1b --rates 0:0.2,2m --start 1e308 --out {tmp}/out/day.om",
+        "--start '1e308' is 1e+308 Unix seconds: a time must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+    ),
+    (  # it said "--start to --end spans 0 s, less than one --interval (60 s)": 1e308 less 11 windows is 1e308
+        "watch --prometheus http://127.0.0.1:9 --job vllm --engine vllm@0.26.0 --draft llama-3.2-1b --end 1e308",
+        "--end '1e308' is 1e+308 Unix seconds: a time must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+    ),
+    (
+        "watch --prometheus http://127.0.0.1:9 --job vllm --engine vllm@0.26.0 --draft llama-3.2-1b --start 1900-01-01 "
+        "--end 2026-12-01T00:00:00Z",
+        "--start '1900-01-01' is -2.209e+09 Unix seconds: a time must be from 1970-01-01T00:00:00Z",
+    ),
     (
         "bench-plan --engine vllm@0.24.0 --draft eagle3 --input-tokens 512,200000 --out {tmp}/plan-out",
         "a context of 200,256 tokens is past llama-3.1-8b's max_position_embeddings (131,072); give --input-tokens",

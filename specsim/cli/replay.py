@@ -131,7 +131,7 @@ def run_replay(args: argparse.Namespace) -> int:
             f"--listen replays at most {LIVE_SPAN_S:.0f} s; write --out and backfill it with promtool"
         )
     start = (
-        parse_time(args.start)
+        parse_time(args.start, flag="--start")
         if args.start is not None
         else (time.time() - day_s + 300.0 if args.listen is not None else time.time() - day_s)
     )

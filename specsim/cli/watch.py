@@ -396,12 +396,16 @@ def _span(args, source) -> tuple[float, float]:
 
     capture = args.file is not None
     now = source.last_s if capture else time.time()
-    end = parse_time(args.end, now) if args.end is not None else now
+    end = parse_time(args.end, now, "--end") if args.end is not None else now
     # Unless given, the reference and a window after it; with --once as many after it as the reference holds, so that a
     # drop in any of them is tested against windows before it (the last alone took a drop a window older into its
     # reference, and missed it).
     after = args.reference if args.once else 1
-    start = parse_time(args.start, now) if args.start is not None else end - (args.reference + after) * args.interval
+    start = (
+        parse_time(args.start, now, "--start")
+        if args.start is not None
+        else end - (args.reference + after) * args.interval
+    )
     if capture and args.start is None:
         start = max(start, source.first_s) if args.once else source.first_s
     if capture:

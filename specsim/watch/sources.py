@@ -147,29 +147,39 @@ def parse_duration(text: str) -> float:
     return value
 
 
-def parse_time(text: str, now: float | None = None) -> float:
-    """Unix seconds from ``now``, ``-24h`` (before now), Unix seconds, or an ISO 8601 time (UTC unless it says)."""
+def parse_time(text: str, now: float | None = None, flag: str | None = None) -> float:
+    """Unix seconds from ``now``, ``-24h`` (before now), Unix seconds, or an ISO 8601 time (UTC unless it says),
+    from 1970-01-01T00:00:00Z to the end of the year 9999, as a capture's stamps are
+    (:data:`specsim.speculation.metrics.MAX_STAMP_S`): Unix seconds past it (1e308 was read) overflowed the C library's
+    time_t where printed, and a day stamped there is no day (1e308 + 60 is 1e308); ``flag`` names the option."""
+    from specsim.speculation.metrics import MAX_STAMP_S
+
     now = time.time() if now is None else now
     text = str(text).strip()
+    said = f"{flag} {text!r}" if flag else repr(text)
     if text == "now":
-        return now
-    if text.startswith("-"):
-        return now - parse_duration(text[1:])
-    try:
-        value = float(text)
-        if math.isfinite(value) and value > 0:
-            return value
-    except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
+        value = now
+    elif text.startswith("-"):
+        value = now - parse_duration(text[1:])
+    else:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not (math.isfinite(value) and value > 0):
+            try:
+                when = datetime.fromisoformat(text)
+            except ValueError:
+                raise ValueError(
+                    f"{said} is not a time: give now, -24h (before now), Unix seconds or 2026-12-01T00:00:00Z"
+                ) from None
+            value = (when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)).timestamp()
+    if not 0.0 <= value <= MAX_STAMP_S:
         raise ValueError(
-            f"{text!r} is not a time: give now, -24h (before now), Unix seconds or 2026-12-01T00:00:00Z"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.timestamp()
+            f"{said} is {value:.4g} Unix seconds: a time must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z "
+            f"(Unix seconds 0 to {MAX_STAMP_S:.0f})"
+        )
+    return value
 
 
 _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
