@@ -741,6 +741,10 @@ CASES = [
         "--page-seconds must be in [1, 3600] (the day's length), got 0.001",
     ),
     ("replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0 --out {tmp}/out/day.om", "must be > 0, got 0"),
+    (  # it said "a duration must be > 0 and at most 366d, got '1e308'", naming no flag
+        "replay --draft llama-3.2-1b --rates 0:3,1h --drop-at 1e308 --drop-to 0.5 --out {tmp}/out/day.om",
+        "specsim replay: error: --drop-at: a duration must be > 0 and at most 366d, got '1e308'",
+    ),
     (  # it simulated the day, wrote day.om stamped 1e+308 (1e308 + 60 is 1e308) and ended in time_t's OverflowError
         "replay --draft llama-3.2-1b --rates 0:0.2,2m --start 1e308 --out {tmp}/out/day.om",
         "--start '1e308' is 1e+308 Unix seconds: a time must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z",

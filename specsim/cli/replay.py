@@ -121,7 +121,10 @@ def run_replay(args: argparse.Namespace) -> int:
         raise ValueError(f"--page-seconds must be in [1, {day_s:g}] (the day's length), got {args.page_seconds:g}")
     changes = None
     if args.drop_at is not None:
-        at = parse_duration(args.drop_at) if args.drop_at not in ("0", "0s") else 0.0
+        try:
+            at = parse_duration(args.drop_at) if args.drop_at not in ("0", "0s") else 0.0
+        except ValueError as e:  # the flag named, as argparse names the others'
+            raise ValueError(f"--drop-at: {e}") from None
         if at >= day_s:
             raise ValueError(f"--drop-at {args.drop_at} is past the day's end ({day_s:.0f} s)")
         changes = [(at, args.drop_to)]
