@@ -1910,7 +1910,7 @@ REFUSED = [
         lambda t: (
             f"--plain {BENCH}/vllm-plain.jsonl {_vllm_runs(t / 'q.jsonl', (1, 4), model_id='Qwen/Qwen3-8B', spec_decode_acceptance_length=None)} --hardware h100 --target llama-3.1-8b"
         ),
-        "the runs name different models: Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B-Instruct",
+        "the runs name different models: Qwen/Qwen3-8B (2 runs: q.jsonl#1, ...), meta-llama/Llama-3.1-8B-Instruct (",
     ),
     (
         # Two backends that each speak one server's own API (SGLang's, TGI's): a backend that names only an

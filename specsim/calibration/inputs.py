@@ -279,12 +279,11 @@ def served_target(given: str | None, runs: list[CalRun]) -> str:
     """The target the runs served: ``given`` (a built-in name or a config.json), or the model the files name; refused
     where the two disagree or neither is known.  A ``model_id`` that is a local folder (vLLM records the path it
     served) is taken for ``given``'s model when its last part names it."""
-    from specsim.calibration.runs import model_key
+    from specsim.calibration.runs import check_one_model, model_key
     from specsim.describe.models import get_model
 
+    check_one_model(runs)
     named = sorted({c.run.model for c in runs if c.run.model})
-    if len({model_key(n) for n in named}) > 1:
-        raise ValueError("the runs name different models: " + ", ".join(named) + "; fit one deployment at a time")
     if given is None:
         if not named:
             raise ValueError(f"the benchmark files name no model: pass {given_as('target')}")

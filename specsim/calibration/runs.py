@@ -581,6 +581,23 @@ def unpaired_said(runs: list[CalRun]) -> list[str]:
     return out
 
 
+def check_one_model(runs: list[CalRun]) -> None:
+    """Refuse runs whose files name different models (by :func:`model_key`), each model said with how many runs name
+    it and where the first does: one line of a file of twelve can be another model's."""
+    models: dict[str, list] = {}
+    for c in runs:
+        if c.run.model:
+            models.setdefault(model_key(c.run.model), []).append(c.run)
+    if len(models) > 1:
+        said = sorted(
+            f"{group[0].model} ({len(group)} run{'s' * (len(group) > 1)}: {group[0].where}"
+            + (", ..." if len(group) > 1 else "")
+            + ")"
+            for group in models.values()
+        )
+        raise ValueError("the runs name different models: " + ", ".join(said) + "; fit one deployment at a time")
+
+
 def check_design(dep, runs: list[CalRun]) -> None:
     """Refuse what cannot be fitted together: no plain runs, runs at one load only, plain runs that report speculation, runs of different models or engines, a speculative run without
     a drafter, a tree without its acceptance, files of one sweep at different steps that say they are one."""
@@ -614,10 +631,7 @@ def check_design(dep, runs: list[CalRun]) -> None:
             )
     if spec and dep.drafter is None:
         raise ValueError(f"speculative runs need a drafter: pass {given_as('drafter', '--draft')}")
-    models = {model_key(c.run.model) for c in runs if c.run.model}
-    if len(models) > 1:
-        names = sorted({c.run.model for c in runs if c.run.model})
-        raise ValueError("the runs name different models: " + ", ".join(names) + "; fit one deployment at a time")
+    check_one_model(runs)
     # A backend that names only an OpenAI-compatible client (vllm bench serve's "vllm") is any server's: it does not
     # make two files' servers differ (calibration.inputs.runs_engine says it where it is not --engine's).
     servers = {c.run.server for c in runs if c.run.server and not c.run.server_hinted}
