@@ -2180,6 +2180,21 @@ def test_a_plan_whose_speculative_runs_have_no_result_holds_the_rounds_terms_at_
     assert "fitted none of the round's terms" in " ".join(rows[0]["provenance"])
 
 
+def test_a_plan_row_of_other_steps_than_its_result_is_named_not_blamed_on_steps(tmp_path, capsys):
+    # A plan's row said 4 steps where its result counts 2 draft tokens a draft: the refusal said "4 draft steps
+    # (--steps)" and "give --steps as the runs used", a flag the user never gave and that --plan does not take.
+    folder = _plan_copy(tmp_path)
+    plan = yaml.safe_load((folder / "plan.yaml").read_text())
+    (row,) = [r for r in plan["runs"] if r["name"] == "s2-al2.44-in512-c4"]
+    row["steps"] = 4
+    (folder / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False))
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "c.yaml")]) == 2
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "= 2 draft tokens a draft, but 4 draft steps (the plan's row s2-al2.44-in512-c4) propose 4" in err
+    assert err.endswith("the file is of fewer steps (correct the plan's row s2-al2.44-in512-c4's steps, or rerun it)")
+    assert "--steps" not in err and not (tmp_path / "c.yaml").exists()
+
+
 def test_a_plan_result_that_is_a_folder_is_a_wrong_path_not_a_run_to_come(tmp_path, capsys):
     # Read as "1 of the plan's 40 runs have no result yet" before, exit 0 (found by a review helper).
     folder = _plan_copy(tmp_path)

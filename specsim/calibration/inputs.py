@@ -81,6 +81,7 @@ def runs_from_plan(plan_path: str) -> tuple[dict, list[CalRun], list[str], list[
                 int(row["steps"]),
                 pinned_accept_length=row.get("pinned_accept_length"),
                 sweep=row["name"].rsplit("-c", 1)[0],
+                steps_from=f"the plan's row {row['name']}",
             )
         runs.append(CalRun(run, setup))
     if not runs:

@@ -89,6 +89,20 @@ class SpecSetup:
     sweep_accept_length: float | None = None
     #: How :attr:`sweep_accept_length` was taken from the sweep's records (a key of :data:`POOLED_BASES`; None: not)
     sweep_accept_basis: str | None = None
+    #: Who gave :attr:`steps`, where not the caller's ``steps`` (``--steps``): a bench plan's row, named
+    steps_from: str | None = None
+
+    @property
+    def steps_said(self) -> str:
+        """Where the steps came from, as a refusal names it: ``--steps``, or the plan's row."""
+        return self.steps_from or given_as("steps")
+
+    @property
+    def steps_remedy(self) -> str:
+        """What to do where the runs are of other steps than given."""
+        if self.steps_from is not None:
+            return f"correct {self.steps_from}'s steps, or rerun it"
+        return f"give {given_as('steps')} as the runs used"
 
     @property
     def verify(self) -> int:
@@ -417,14 +431,15 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
         # vLLM counts one position per configured draft token (vllm/v1/spec_decode/metrics.py 0.34.0 L252-262)
         raise ValueError(
             f"{r.where}: the file records per-position acceptance at {len(r.per_position)} positions, but the run "
-            f"drafts {setup.steps} steps ({given_as('steps')}): the engine counts one per configured draft token, so the file is "
+            f"drafts {setup.steps} steps ({setup.steps_said}): the engine counts one per configured draft token, so the file is "
             f"of {len(r.per_position)} steps"
         )
     per_draft, most = r.draft_tokens_per_draft, setup.verify - 1
     if per_draft is not None and per_draft > most * 1.005:  # (to 0.5%, as the counters' other checks)
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
-            f"but {setup.steps} draft steps ({given_as('steps')}) propose at most {most}: the file is of more steps"
+            f"but {setup.steps} draft steps ({setup.steps_said}) propose at most {most}: the file is of more steps "
+            f"({setup.steps_remedy})"
         )
     # vLLM's scheduler cuts a request's drafts to the token budget and its positions left (v1/core/sched/scheduler.py,
     # 0.24.0 L583-594), so a run of K steps can count a little under K a draft, never a whole step under at every draft.
@@ -432,8 +447,8 @@ def _check_accept_lengths(c: CalRun, whole_drafts: bool = False) -> None:
     if whole_drafts and per_draft is not None and most > 1 and per_draft <= (most - 1) * 1.005:
         raise ValueError(
             f"{r.where}: spec_decode_draft_tokens / spec_decode_num_drafts = {per_draft:.6g} draft tokens a draft, "
-            f"but {setup.steps} draft steps ({given_as('steps')}) propose {most}, cut only where the token budget or the model's "
-            f"positions run out: the file is of fewer steps (give {given_as('steps')} as the runs used)"
+            f"but {setup.steps} draft steps ({setup.steps_said}) propose {most}, cut only where the token budget or the "
+            f"model's positions run out: the file is of fewer steps ({setup.steps_remedy})"
         )
 
 
