@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from specsim.core.names import as_flags
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import get_model
 from specsim.engines import ENGINES, EnginePreset, SpecHost, get_engine
@@ -370,9 +372,12 @@ def test_build_defaults_and_a_source():
     assert Deployment.build(decode_only=True).drafter is None
     built = Deployment.build(timing="roofline", engine="trtllm")
     assert built.source.name == "roofline" and built.engine.name == "trtllm"
-    with pytest.raises(ValueError, match="--tp 16 exceeds the 8 devices"):
+    # each named as the caller gave it (core.names): the options to Python, --tp and --draft-tp on the command line
+    with pytest.raises(ValueError, match=re.escape("target_options['tp'] 16 exceeds the 8 devices")):
         Deployment.build(target_options={"tp": 16})
-    with pytest.raises(ValueError, match="--draft-tp 16 exceeds"):
+    with pytest.raises(ValueError, match=re.escape("draft_options['tp'] 16 exceeds")):
+        Deployment.build(draft_options={"tp": 16})
+    with as_flags(), pytest.raises(ValueError, match="^--draft-tp 16 exceeds"):
         Deployment.build(draft_options={"tp": 16})
 
 

@@ -146,12 +146,16 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     from specsim.answers.load import load_answer, request_lengths
     from specsim.calibration.file import read_calibration
     from specsim.core.defaults import DEFAULT_GAMMA_MAX
+    from specsim.core.names import as_flags
     from specsim.core.workloads import mean_context_tokens
     from specsim.speculation.acceptance import acceptance_rates
     from specsim.speculation.deployment import Deployment
 
     dep = deployment()
-    lengths = request_lengths(500, None)
+    lengths = request_lengths(500, None)  # its header names the keyword not given; the command's, its flag
+    assert lengths.description.endswith("[output_tokens 256 (default: the article's completion)]")
+    with as_flags():
+        lengths = request_lengths(500, None)
     acc, label = resolve_acceptance(dep, context=lengths.context_tokens)
     answer = load_answer(
         dep,
@@ -1543,6 +1547,17 @@ def _lib(dotted: str):
 
 
 _BENCH = ["examples/bench/vllm-plain.jsonl"], [(["examples/bench/vllm-eagle3.jsonl"], 3)]
+
+
+def _calibrate_engine_at(**given):
+    """calibrate_engine of _BENCH's runs (eagle3 under vLLM 0.10 on an H100 unless ``given`` says otherwise), whose
+    ``tp`` and ``draft_tp`` it passes on to Deployment.build as ``target_options`` and ``draft_options``: its errors
+    named those (draft_options['tp'], and --tp, --draft-tp from check_tp) where the caller gave tp and draft_tp."""
+    fit = dict(hardware="h100-sxm", target="llama-3.1-8b", engine="vllm@0.10", drafter="eagle3", timing="roofline")
+    runs = _lib("specsim.calibration.inputs.runs_from_files")(*_BENCH)
+    return _lib("specsim.calibration.engine_calibration.calibrate_engine")(*runs, **(fit | given))
+
+
 _CALIBRATE_ENGINE = ["calibrate-engine", "--plain", _BENCH[0][0], "--spec", _BENCH[1][0][0][0], "--steps", "3"]
 _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vllm@0.10", "--timing", "roofline"]
 
@@ -1794,6 +1809,30 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             ["bench-plan", "--engine", "none", "--draft", "eagle3", "--out", "{tmp}/p"],
             "engine none serves nothing",
             "--engine none serves nothing",
+        ),
+        (
+            lambda dep: _calibrate_engine_at(tp=4, draft_tp=1, drafter="llama-3.2-1b", engine="vllm@0.24.0"),
+            None,  # calibrate-engine takes no --draft-tp: the draft runs at the target's TP
+            "drop draft_tp, or model vllm@0.15",
+            None,
+        ),
+        (
+            lambda dep: _calibrate_engine_at(tp=4, draft_tp=0),
+            None,
+            "draft_tp must be a positive integer, got 0",
+            None,
+        ),
+        (
+            lambda dep: _calibrate_engine_at(tp=0),  # was dropped as falsy: the runs were fitted at TP 1
+            None,  # the command's --tp takes a positive integer only
+            "tp must be a positive integer, got 0",
+            None,
+        ),
+        (
+            lambda dep: _calibrate_engine_at(tp=16),
+            [*_CALIBRATE_ENGINE, "--tp", "16", "--out", "{tmp}/cal.yaml"],
+            "tp 16 exceeds the 8 devices of one h100-sxm node",
+            "--tp 16 exceeds the 8 devices of one h100-sxm node",
         ),
     ],
 )

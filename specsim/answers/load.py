@@ -77,7 +77,7 @@ def request_lengths(
     (:data:`~specsim.core.workloads.LENGTHS_OR_WORKLOAD`, as serve-sim refuses them).
 
     >>> print(request_lengths(2000).description)
-    every request 2000 in, 256 out [--output-len 256 (default: the article's completion)]
+    every request 2000 in, 256 out [output_tokens 256 (default: the article's completion)]
     >>> request_lengths(2000, 100).context_tokens
     2050
     """
@@ -110,24 +110,28 @@ def lengths_defaults_said(
     input_tokens: int | None, output_tokens: int | None, defaults: tuple[int, int, str] | None = None
 ) -> str:
     """The fixed lengths not given, as every header cites them (empty where both are given): ``defaults``' (prompt,
-    output, where from), else the reference article's.
+    output, where from), else the reference article's; each named as its caller gives it (:func:`given_as`: the
+    keyword to Python, ``--input-len`` and ``--output-len`` on the command line).
 
     >>> lengths_defaults_said(2000, None)
-    " [--output-len 256 (default: the article's completion)]"
+    " [output_tokens 256 (default: the article's completion)]"
     >>> lengths_defaults_said(None, 300, (700, 256, "the runs cal.yaml was fitted to"))
-    ' [--input-len 700 (default: the runs cal.yaml was fitted to)]'
-    >>> lengths_defaults_said(None, None, (700, 256, "the runs cal.yaml was fitted to"))
+    ' [input_tokens 700 (default: the runs cal.yaml was fitted to)]'
+    >>> from specsim.core.names import as_flags
+    >>> with as_flags():
+    ...     lengths_defaults_said(None, None, (700, 256, "the runs cal.yaml was fitted to"))
     ' [--input-len 700 and --output-len 256 (default: the runs cal.yaml was fitted to)]'
     """
+    given_in, given_out = given_as("input_tokens"), given_as("output_tokens")
     if input_tokens is None and output_tokens is None and defaults is not None:
-        return f" [--input-len {defaults[0]} and --output-len {defaults[1]} (default: {defaults[2]})]"
+        return f" [{given_in} {defaults[0]} and {given_out} {defaults[1]} (default: {defaults[2]})]"
     said = []
     if input_tokens is None:
         why = "the reference article's prompt" if defaults is None else defaults[2]
-        said.append(f"--input-len {DEFAULT_INPUT_TOKENS if defaults is None else defaults[0]} (default: {why})")
+        said.append(f"{given_in} {DEFAULT_INPUT_TOKENS if defaults is None else defaults[0]} (default: {why})")
     if output_tokens is None:
         why = "the article's completion" if defaults is None else defaults[2]
-        said.append(f"--output-len {DEFAULT_OUTPUT_TOKENS if defaults is None else defaults[1]} (default: {why})")
+        said.append(f"{given_out} {DEFAULT_OUTPUT_TOKENS if defaults is None else defaults[1]} (default: {why})")
     return f" [{'; '.join(said)}]" if said else ""
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.core.names import given_as
+from specsim.core.names import given_as, passed_as
 
 __all__ = [
     "EngineCalibration",
@@ -585,19 +585,23 @@ def calibrate_engine(
 
     spec_runs = any(c.kind == "spec" for c in runs)
     draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
-    target_options = {k: v for k, v in (("tp", tp), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)) if v}
+    # (an option given is passed on, refused there if bad: tp=0 was dropped as falsy and the runs fitted at TP 1)
+    options = (("tp", tp), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype))
+    target_options = {k: v for k, v in options if v is not None}
     timing, timing_note = timing_for(hardware, timing, get_model(target, **target_options), engine.kernel_engine)
     notes = list(notes) + ([f"step times: {timing_note}"] if timing_note else [])
-    dep = Deployment.build(
-        hardware,
-        target,
-        (drafter or DEFAULT_DRAFT) if spec_runs else None,
-        timing=timing,
-        engine=engine,
-        target_options=target_options,
-        draft_options=draft_options,
-        decode_only=not spec_runs,
-    )
+    # its errors name this function's keywords, not the options they are passed on as (core.names)
+    with passed_as({"draft_options['tp']": "draft_tp", "target_options['tp']": "tp"}):
+        dep = Deployment.build(
+            hardware,
+            target,
+            (drafter or DEFAULT_DRAFT) if spec_runs else None,
+            timing=timing,
+            engine=engine,
+            target_options=target_options,
+            draft_options=draft_options,
+            decode_only=not spec_runs,
+        )
     if limits is None:
         limits, where = engine_limits(dep.engine, dep.hardware, all(c.run.kind == "batch" for c in runs))
         notes.append(f"engine limits: {limits.label} ({where})")

@@ -1,6 +1,8 @@
 """How an error names what its caller gave: the library's keyword argument (``max_context``) to a Python caller, the
 command's flag (``--max-context``) inside the command line.  One message, built once, takes the name from
-:func:`given_as`; the command line runs each command inside :func:`as_flags` (:func:`specsim.cli.main.main`)."""
+:func:`given_as`; the command line runs each command inside :func:`as_flags` (:func:`specsim.cli.main.main`), and a
+library function that passes its caller's argument on under another name runs the call inside :func:`passed_as`
+(``calibrate_engine``'s ``draft_tp`` is ``Deployment.build``'s ``draft_options['tp']``)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import contextlib
 import contextvars
 from typing import Iterator
 
-__all__ = ["FLAGS", "as_flags", "draft_option", "given_as"]
+__all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "passed_as"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
 #: ``--random-input-len`` and ``--random-output-len`` name them, the n-gram scan's cost, which the flag gives in ns, and
@@ -21,12 +23,14 @@ FLAGS = {
 }
 
 _AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)
+_PASSED_AS = contextvars.ContextVar("specsim_passed_as", default={})
 
 
 def given_as(keyword: str, flag: str | None = None) -> str:
     """``keyword``, a library function's keyword argument, as its caller gave it: itself, or inside :func:`as_flags`
     the command line's flag for it: ``flag`` where the one command that reaches the function names it otherwise
-    (``save_watch``'s ``path`` is ``watch --plot``), else :data:`FLAGS`' or the keyword with dashes.
+    (``save_watch``'s ``path`` is ``watch --plot``), else :data:`FLAGS`' or the keyword with dashes; inside
+    :func:`passed_as`, outside :func:`as_flags`, the keyword the caller passed it as.
 
     >>> given_as("max_context")
     'max_context'
@@ -38,7 +42,7 @@ def given_as(keyword: str, flag: str | None = None) -> str:
     '--plot'
     """
     if not _AS_FLAGS.get():
-        return keyword
+        return _PASSED_AS.get().get(keyword, keyword)
     if flag is not None:
         return flag
     return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
@@ -55,6 +59,27 @@ def draft_option(key: str) -> str:
     '--draft-weight-dtype'
     """
     return given_as(f"draft_options['{key}']", "--draft-" + key.replace("_", "-"))
+
+
+@contextlib.contextmanager
+def passed_as(names: dict[str, str]) -> Iterator[None]:
+    """Within it, :func:`given_as` names each keyword of ``names`` as the caller's keyword it maps to: a library
+    function that passes its caller's argument on under another name (``calibrate_engine(draft_tp=1)`` builds its
+    deployment with ``draft_options={'tp': 1}``) runs that call inside it, so that an error names what its caller
+    gave.  The command line's flags win over it (:func:`as_flags`).
+
+    >>> with passed_as({"draft_options['tp']": "draft_tp"}):
+    ...     draft_option("tp"), given_as("max_context")
+    ('draft_tp', 'max_context')
+    >>> with passed_as({"draft_options['tp']": "draft_tp"}), as_flags():
+    ...     draft_option("tp")
+    '--draft-tp'
+    """
+    token = _PASSED_AS.set(_PASSED_AS.get() | names)
+    try:
+        yield
+    finally:
+        _PASSED_AS.reset(token)
 
 
 @contextlib.contextmanager

@@ -42,13 +42,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.names import draft_option, given_as
 from specsim.core.words import ends, points
 from specsim.describe.hardware import (
     FP8_MATMUL_SPEEDUP,
     HardwareProfile,
     load_hardware,
 )
-from specsim.describe.models import ModelShape, get_model, model_options
+from specsim.describe.models import ModelShape, catalog_draft, get_model, model_options
 from specsim.describe.parallel import check_tp
 from specsim.engines import (
     DEFAULT_ENGINE,
@@ -164,8 +165,6 @@ def default_draft(target: ModelShape) -> tuple[str, str]:
     >>> default_draft(get_model("qwen3-8b"))[0], default_draft(get_model("llama-3.1-70b"))
     ('qwen3-0.6b', ('llama-3.2-1b', ''))
     """
-    from specsim.describe.models import catalog_draft
-
     named = catalog_draft(target.name)
     if named in (None, "none", DEFAULT_DRAFT):
         return DEFAULT_DRAFT, ""
@@ -586,7 +585,8 @@ class Deployment:
         target = DEFAULT_TARGET if target is None else target
         defaulted = draft is None
         profile = hardware if isinstance(hardware, HardwareProfile) else load_hardware(hardware)
-        for what, opts in (("--tp", t_opts), ("--draft-tp", d_opts)):
+        # each TP as its caller gave it: target_options['tp'] to Python, --tp on the command line (core.names)
+        for what, opts in ((given_as("target_options['tp']", "--tp"), t_opts), (draft_option("tp"), d_opts)):
             if opts.get("tp") is not None:
                 check_tp(profile, opts["tp"], what)
         target_model = get_model(target, **t_opts)
