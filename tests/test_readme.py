@@ -3,7 +3,8 @@
 The commands are the `$ specsim ...` lines of the console blocks of README.md and docs/**/*.md; the lines a block shows
 after a command (other than `...`) must each appear, verbatim, in what the command prints (stdout or stderr, as a
 terminal shows both); a line ending in `: ...` is quoted up to its colon.  A block that quotes an error line
-(`specsim CMD: error: ...`) expects the command to fail with exit status 2; every other command must exit 0.
+(`specsim CMD: error: ...`) expects the command to fail with exit status 2; a command whose trailing comment says
+`# exit status N` (a watch's verdicts: docs/watch.md) must exit N; every other command must exit 0.
 
 They run from a scratch folder that sees the repository's `examples/`, `specsim/` and `hardware/` (so the docs'
 relative paths resolve and nothing is written into the checkout); outputs under /tmp go to the scratch folder.  A
@@ -35,6 +36,13 @@ TIMES_ON_TORCH = ("specsim measure ", "specsim measure-loop ")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 #: Flags whose value is a file or folder the command writes.
 WRITES = ("--out", "--plot", "--csv")
+#: Commands that take minutes, run only where SPECSIM_SLOW_DOCS=1 is set (their group is skipped elsewhere, saying so):
+#: docs/watch.md's replayed day simulates 683,462 requests (4 min 1 s on a shared 2-core machine, its watch 31 s more).
+SLOW = ("specsim replay --engine vllm@0.26.0 --target llama-3.1-8b --draft llama-3.2-1b --alpha 0.58 --gamma 3 ",)
+#: Images the docs show as a command of theirs draws them: the file the command writes (``--plot day.png``), the one
+#: committed.  Each is checked byte for byte where matplotlib is the release that drew it (as tests/test_figures.py's
+#: figures: the PNG names it).
+DRAWN = {"day.png": "docs/images/watch-day.png"}
 #: What the scratch folder links to, so that the docs' relative paths resolve.
 LINKED = ("examples", "specsim", "hardware")
 #: The README's own floor: the front door shows at least this many distinct commands, and stays short.
@@ -48,15 +56,18 @@ def pages(repo: Path = REPO) -> list[Path]:
     return [repo / "README.md"] + sorted((repo / "docs").rglob("*.md"))
 
 
-def _blocks(text: str) -> list[list[tuple[str, list[str]]]]:
-    """Console blocks (fenced at any indentation) as lists of (command, shown output lines)."""
+def _blocks(text: str) -> list[list[tuple[str, list[str], int | None]]]:
+    """Console blocks (fenced at any indentation) as lists of (command, shown output lines, the exit status its trailing
+    comment gives or None)."""
     blocks = []
     for indent, body in _FENCE.findall(text):
-        entries: list[tuple[str, list[str]]] = []
+        entries: list[tuple[str, list[str], int | None]] = []
         for line in body.splitlines():
             line = line[len(indent) :] if line.startswith(indent) else line
             if line.startswith("$ "):
-                entries.append((re.split(r"\s#\s", line[2:])[0].strip(), []))  # a trailing comment goes
+                command, *comment = re.split(r"\s#\s", line[2:], maxsplit=1)  # a trailing comment goes
+                status = re.match(r"exit status (\d+)\b", comment[0].strip()) if comment else None
+                entries.append((command.strip(), [], int(status[1]) if status else None))
             elif entries:
                 entries[-1][1].append(line)
         blocks.append(entries)
@@ -70,6 +81,7 @@ class Shown:
     page: str
     command: str
     lines: tuple[str, ...]
+    status: int | None = None  #: the exit status the command's comment gives (``# exit status 5``)
 
     @property
     def fails(self) -> bool:
@@ -82,9 +94,9 @@ def shown(repo: Path = REPO) -> list[Shown]:
     out = []
     for page in pages(repo):
         for block in _blocks(page.read_text()):
-            for command, lines in block:
+            for command, lines, status in block:
                 if command.startswith("specsim ") and not any(flag in command for flag in NEEDS_GPU):
-                    out.append(Shown(str(page.relative_to(repo)), command, tuple(lines)))
+                    out.append(Shown(str(page.relative_to(repo)), command, tuple(lines), status))
     return out
 
 
@@ -152,6 +164,8 @@ def _check(entry: Shown, code: int, out: str, err: str) -> None:
     where = f"{entry.page}: {entry.command}"
     if entry.fails:
         assert code == 2, f"{where}: the page shows an error, the command exited {code}"
+    elif entry.status is not None:
+        assert code == entry.status, f"{where}: the page says exit status {entry.status}, the command exited {code}"
     else:
         assert code == 0, f"{where}: exit {code}: {err[-500:]}"
     printed = {line.rstrip() for line in (out + "\n" + err).splitlines()}
@@ -186,6 +200,8 @@ def _params() -> list:
 def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkeypatch):
     if not HAS_TORCH and any(c.startswith(TIMES_ON_TORCH) for c in group):
         pytest.skip("the timing harness needs torch (the harness extra, which the README's test command installs)")
+    if os.environ.get("SPECSIM_SLOW_DOCS") != "1" and any(c.startswith(SLOW) for c in group):
+        pytest.skip("takes minutes (tests/test_readme.py's SLOW): run with SPECSIM_SLOW_DOCS=1")
     monkeypatch.chdir(scratch)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     entries = shown()
@@ -193,6 +209,23 @@ def test_docs_command_runs_and_prints_what_the_docs_quote(group, scratch, monkey
         code, out, err = _run(command, scratch)
         for entry in (e for e in entries if e.command == command):
             _check(entry, code, out, err)
+    for drawn, committed in DRAWN.items():
+        if any(drawn in _written(command) for command in group):
+            _same_image(scratch / drawn, REPO / committed, group[-1])
+
+
+def _same_image(drawn: Path, committed: Path, command: str) -> None:
+    """``committed`` is the PNG ``command`` drew (``drawn``), byte for byte, where this matplotlib drew both."""
+    import matplotlib
+    from PIL import Image
+
+    with Image.open(committed) as image:
+        made_with = image.info.get("Software", "")
+    if matplotlib.__version__ not in made_with:
+        pytest.skip(f"{committed.name} was drawn by {made_with!r}; this is matplotlib {matplotlib.__version__}")
+    assert drawn.read_bytes() == committed.read_bytes(), (
+        f"{committed.relative_to(REPO)} is not what `{command}` draws now: copy its {drawn.name} there"
+    )
 
 
 def test_the_readme_is_a_front_door(repo):
@@ -216,9 +249,11 @@ def test_every_console_block_of_the_docs_is_checked(repo):
         name = str(page.relative_to(repo))
         assert len(blocks) == fences, f"{name}: {fences} console fences, {len(blocks)} read"
         for block in blocks:
-            assert any(c.startswith("specsim ") for c, _ in block), f"{name}: a console block without a specsim command"
+            assert any(c.startswith("specsim ") for c, *_ in block), (
+                f"{name}: a console block without a specsim command"
+            )
         if blocks:
-            assert name in runnable or all(any(f in c for f in NEEDS_GPU) for b in blocks for c, _ in b), name
+            assert name in runnable or all(any(f in c for f in NEEDS_GPU) for b in blocks for c, *_ in b), name
     assert {"README.md", "docs/getting-started.md", "docs/calibrate.md"} <= runnable
 
 
@@ -243,7 +278,7 @@ def test_gpu_only_commands_are_the_measure_ones(repo):
         c
         for page in pages(repo)
         for block in _blocks(page.read_text())
-        for c, _ in block
+        for c, *_ in block
         if any(flag in c for flag in NEEDS_GPU)
     ]
     assert gpu and all(c.startswith("specsim measure") for c in gpu)
