@@ -719,7 +719,7 @@ def test_a_schedule_at_a_rate_plain_decoding_cannot_serve_gives_no_speedup_there
 
 def test_a_range_is_split_where_its_verdict_changes_and_the_engine_file_keeps_one_range(capsys):
     """schedule --concurrency 1,64 --alpha 0.5 merged both loads' gamma 1 into one range, 1-341, and judged it at its
-    least gain (64 users: +6.5% output tok/s, inside the corpus's ±6.85%): "too close to call" over batch 1, where
+    least gain (64 users: +6.5% output tok/s, inside the corpus's ±7.00%): "too close to call" over batch 1, where
     optimal-gamma --concurrency 1 says "speculate" (a review).  The range is now split where the verdict changes, each
     part's verdict that of every load in it; the vLLM configuration keeps one range [1, end, 1].  At alpha 0.45: since
     the hybrid source's untiled verification ratio (fa9a86b) 64 users gain more at 0.5, and both loads speculate."""

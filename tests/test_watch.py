@@ -817,7 +817,7 @@ def test_the_watchs_best_gamma_is_picked_on_the_answers_one_rule_never_where_the
 def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries(dep):
     """A window whose modelled speedup is 1.04x, its acceptance known to +-0.002, said "pays" (the interval above the
     break-even) where optimal-gamma at the same load and acceptance says "too close to call" (a review): the watch
-    judges by the answers' ModelError (specsim.answers.verdict, the corpus's +-6.85% uncalibrated).  1.04x and 0.96x
+    judges by the answers' ModelError (specsim.answers.verdict, the corpus's +-7.00% uncalibrated).  1.04x and 0.96x
     are too close to call, 1.2x pays, 0.8x costs; the rows say the error and its basis."""
     from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR, model_error
     from specsim.serving.steady import EngineLimits
@@ -869,7 +869,7 @@ def test_the_watch_sets_a_calibrations_held_out_error_aside_and_says_why(day, ea
         header, rows, summary = lines[0], [x for x in lines if x["type"] == "window"], lines[-1]
         assert header["type"] == "header", header
         (said,) = [line for line in header["lines"] if line.startswith("verdicts: ")]
-        assert header["model_error"]["share"] == CORPUS_SPEEDUP_ERROR and "±6.85%" in said
+        assert header["model_error"]["share"] == CORPUS_SPEEDUP_ERROR and "±7.00%" in said
         assert header["model_error"]["basis"] == (why if cal else "") + CORPUS_SPEEDUP_ERROR_SOURCE
         assert said.endswith(header["model_error"]["basis"])
         # the provenance's line of the calibration's held-out error says it is the fit's, not this watch's (it said
@@ -914,7 +914,7 @@ def test_a_calibrated_watchs_summary_and_rules_name_the_error_band_as_the_header
             for r in g["rules"]
             if r.get("alert") == "SpeculationCostsMoreThanItSavesEngineOnly"
         ]
-        assert f"its error of ±6.85% ({said}), tabulated" in alert["annotations"]["description"]
+        assert f"its error of ±7.00% ({said}), tabulated" in alert["annotations"]["description"]
         assert ("uncalibrated" in alert["annotations"]["description"]) is not bool(cal)
 
 
@@ -1479,7 +1479,7 @@ def test_the_gauges_are_served_while_the_watch_runs(day):
     assert ("specsim_watch_verdict", "costs") in seen and ("specsim_watch_break_even_acceptance_length", None) in seen
     from specsim.answers.verdict import CORPUS_SPEEDUP_ERROR_SOURCE
 
-    assert info["model_error"] == "±6.85%" and info["model_error_basis"].endswith(CORPUS_SPEEDUP_ERROR_SOURCE), info
+    assert info["model_error"] == "±7.00%" and info["model_error_basis"].endswith(CORPUS_SPEEDUP_ERROR_SOURCE), info
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
 

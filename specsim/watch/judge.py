@@ -13,7 +13,7 @@ serving model for every window at once), the first crossing of 1 interpolated.  
 speculation never pays (the drafter's passes cost more than any acceptance saves) or where it always does.
 
 The verdict (:func:`verdict_of`) allows the model's own error, as every answer's does: the error ``e`` of a speedup
-that :func:`specsim.answers.verdict.model_error` gives the deployment, the corpus's measured +-6.85% (a calibration's
+that :func:`specsim.answers.verdict.model_error` gives the deployment, the corpus's measured +-7.00% (a calibration's
 held-out plain + speculative error is of its runs at their own measured acceptance, and the watch judges each window at
 the one it measured and its thresholds at the lengths where the speedup is 1 +/- e: the error is set aside, as for an
 answer at ``--alpha``, by :meth:`specsim.engines.base.EnginePreset.judged_at`, saying why; a calibration whose error
@@ -135,7 +135,7 @@ class Judgement:
     running_model: float  #: requests the model expects in the engine at this rate, speculating
     best_gamma: int  #: the gamma the model picks at this load and acceptance (0: plain decoding)
     best_speedup: float
-    error: float  #: the model's error of a speedup it is judged by (``ModelError.share``: 0.0685 is +-6.85%)
+    error: float  #: the model's error of a speedup it is judged by (``ModelError.share``: 0.07 is +-7.00%)
     #: the acceptance length where the speedup is 1 + error ("pays" above it) and where it is 1 - error ("costs" below
     #: it), each as :meth:`Judge._crossing` gives it: (length or None, "found" / "never" / "always")
     pays_above: tuple
