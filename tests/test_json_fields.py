@@ -25,7 +25,7 @@ COMMANDS = [
     "explain --concurrency 4 --input-len 500 --output-len 100",
     "schedule --contexts 512,4096",
     "schedule --concurrency 1,8 --input-len 500 --output-len 100",
-    "schedule --draft eagle3 --alpha 0.4",  # gamma 1 at batch 255-256 on the line (on_the_line)
+    "schedule --draft eagle3 --alpha 0.4",  # gamma 1 in two rows, speculate and too close to call (on_the_line empty)
     "capacity",
     "serve-sim --concurrency 2 --input-len 200 --output-len 20 --requests 8 --runs 2 --slo-ttft-ms 50 --slo-tpot-ms 10",
     "serve-sim --concurrency 4 --max-num-seqs 2 --input-len 200 --output-len 20 --requests 8 --runs 1",  # queued
