@@ -16,12 +16,14 @@ an overlapping engine hides, and one acceptance rate per sweep whose acceptance 
 run's batch are computed once per efficiency scale and reused; a closed loop's and an offline batch's batches depend on
 the acceptance only, so they are held between fits and settled again after each (:meth:`RunModel.settle`).  Poisson
 arrivals' batch feeds back on its own step, steeply near capacity: it is solved at every evaluation, the step taken
-linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run
-at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
+linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle; it
+carries the answers' wait for admission where the engine is full and the preemptions of the Poisson swings that fill
+its KV cache (:func:`~specsim.serving.steady.open_loop_queue`, at the deployment's own steps).  A run at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
 time it, as the full engine: the closed loop of the N_e it holds, whose queue never runs dry (charged
 :func:`~specsim.serving.preemption.saturated_charge`), its TTFT and end-to-end latency inf (not fitted); a run judged by
 its end-to-end latency that the values a fit tries take there is fitted to the full engine's and its queue's growth over
-its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual finite and continuous at the crossing.
+its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual finite at the crossing (not continuous:
+below it the steady state's wait grows without bound as the rate nears the full engine's).
 """
 
 from __future__ import annotations

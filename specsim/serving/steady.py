@@ -55,7 +55,7 @@ it where every request needs the same iterations (the engine as c servers of fix
 (:func:`specsim.serving.arrivals.admission_chain`); it is in TTFT and end-to-end, not in N_e's in-engine count.  The
 same chain has the engine full a share Q of the time; where its KV cache binds and it preempts, the finishes then are
 a full engine's, charged Q times the saturated counts (:func:`specsim.serving.preemption.queued_charge`, in
-:func:`open_loop_times`).
+:func:`open_loop_times`).  Both come from :func:`open_loop_queue`, which calibrate-engine's runs at a rate take too.
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
 then the ``N`` sequences decode together, in waves of the N_e the engine holds; throughput is ``N O`` over the whole.
