@@ -829,15 +829,32 @@ class _FitSteps(Steps):
     def __call__(self, batch):
         if np.any(self.gamma):  # a round, composed with the engine's host work by the deployment at the values
             return super().__call__(batch)
-        b, v = np.asarray(batch, dtype=float), self.values
-        key = ("pass", v.scale, b.tobytes(), b.shape, np.asarray(self.context).tobytes())
+        b, v, context = np.asarray(batch, dtype=float), self.values, np.asarray(self.context, dtype=float)
+        key = ("pass", v.scale, b.tobytes(), b.shape, context.tobytes(), context.shape)
 
         def make():
-            return np.asarray(self.model.deployment(Values(scale=v.scale)).decode(b, self.context).total_s, dtype=float)
+            return np.asarray(self.model.deployment(Values(scale=v.scale)).decode(b, context).total_s, dtype=float)
 
-        step = _kept(self.kept, key, make, 1 << 30) + v.iteration_s + v.iteration_seq_s * b
+        gpu = _kept(self.kept, key, make, 1 << 30)
+        step = gpu + v.iteration_s + v.iteration_seq_s * b
         shape = np.broadcast_shapes(step.shape, np.shape(self.gamma))
         return np.broadcast_to(step, shape), np.ones(shape), None
+
+    @property
+    def base_s(self) -> float:
+        return self._base("base", False) + self.values.iteration_s + self.values.iteration_seq_s
+
+    @property
+    def batch_base_s(self) -> np.ndarray:
+        return (
+            self._base("batch_base", np.asarray(self.gamma) > 0) + self.values.iteration_s + self.values.iteration_seq_s
+        )
+
+    def _base(self, name: str, draft):
+        """The base pass at the efficiency scale (with the drafter's where ``draft``), the iteration terms apart."""
+        key = (name, self.values.scale, np.asarray(draft).tobytes(), np.shape(draft))
+        dep = self.model.deployment(Values(scale=self.values.scale))
+        return _kept(self.kept, key, lambda: dep.prefill_base_s(draft=draft), 1 << 30)
 
     def population(self, in_engine, P, O, limits, tokens_per_round, users):
         if tokens_per_round is not None:  # (a drafter that verifies a prefix per request: E from the step, not kept)
