@@ -238,6 +238,42 @@ def test_a_hybrid_over_kernels_kept_in_memory_answers_as_over_the_kernels():
     assert MemoSource(RooflineSource(H100)).table(model) is None
 
 
+def test_a_rounds_passes_are_each_priced_once_and_as_a_source_that_keeps_none_prices_them(monkeypatch):
+    """The hybrid priced a round's passes again and again: its kernel source timed the roofline's pass beside the
+    hybrid's own (for its fallback), and the verification timed the decode step the round had just timed, so a round of
+    an 8B target with a 1B draft asked the roofline for the target's decode step 4 times, its verification twice and
+    the draft's step twice (the watch's and the answers' steady states ask thousands of rounds).  Each once now, and
+    the round's time is that of a source that keeps nothing, to the bit, at the context asked after another."""
+    import collections
+
+    import specsim.timing.kernels as kernels_module
+    import specsim.timing.roofline as roofline_module
+
+    real, asked = roofline_module.step_time, []
+
+    def counted(hardware, model, batch=1, tokens_per_seq=1, context=0, prompt=False):
+        asked.append((model.name, float(np.max(tokens_per_seq)), float(np.max(context))))
+        return real(hardware, model, batch, tokens_per_seq, context, prompt)
+
+    monkeypatch.setattr(roofline_module, "step_time", counted)
+    monkeypatch.setattr(kernels_module, "step_time", counted)
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b")
+    assert dep.source.name == "hybrid"
+    for context in (1128.0, 1128.0, 4000.0):
+        asked.clear()
+        kept = dep.outcome(0.8, 3, B, context).time_s
+        fresh = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b").outcome(0.8, 3, B, context).time_s
+        np.testing.assert_array_equal(kept, fresh)
+    asked.clear()
+    dep.outcome(0.8, 3, B, 1128.0)
+    passes = collections.Counter(asked)
+    assert passes == {
+        ("llama-3.1-8b", 1.0, 1128.0): 1,
+        ("llama-3.1-8b", 4.0, 1128.0): 1,
+        ("llama-3.2-1b", 1.0, 1128.0): 1,
+    }
+
+
 def test_where_a_verification_pass_leaves_the_kernel_data_the_hybrid_ratio_is_the_rooflines_own():
     """A pass of 1024 x 33 tokens is past the H100's largest measured GEMM (m = 32768) while its decode step is not: the
     ratio was a roofline pass over a kernel sum (one with the per-pass overhead, one without); it is the roofline's."""

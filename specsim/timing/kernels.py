@@ -955,10 +955,13 @@ class KernelSource:
         tokens_per_seq: object = 1,
         context: object = 0,
         prompt: bool = False,
+        roof: StepTime | None = None,
     ) -> StepTime:
         """t(b, q, L) from the database, the roofline where it has no data (flagged in ``fallback``); a ``prompt``'s
-        pass (:func:`~specsim.timing.roofline.step_time`) attends causally within itself and samples its last token."""
-        roof = step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
+        pass (:func:`~specsim.timing.roofline.step_time`) attends causally within itself and samples its last token.
+        ``roof``: that roofline's pass of the same arguments on this source's profile, where the caller has timed it
+        already (the hybrid source, whose passes are the roofline's of the same profile), not timed twice."""
+        roof = step_time(self.hardware, model, batch, tokens_per_seq, context, prompt) if roof is None else roof
         table = self.table(model)
         b = np.asarray(batch, float)
         q = np.asarray(tokens_per_seq, float)
