@@ -67,7 +67,7 @@ class HybridSource:
     def __init__(self, roofline: RooflineSource, kernels: KernelSource):
         self.roofline = roofline
         self.kernels = kernels
-        self._decode_steps: dict = {}  # id(model) -> (model, its (b, L), its last decode step's (roofline, kernels))
+        self._decode_steps: dict = {}  # id(model) -> (model, its (b, L), its last decode step's (roofline, kernels, untiled own s))
 
     @property
     def notes(self) -> list[str]:
@@ -106,26 +106,30 @@ class HybridSource:
         # last decode step of each model is kept (the kernels' passes in the order they came, which their notes keep).
         key = tuple((a.shape, a.tobytes()) for a in (np.asarray(batch, float), np.asarray(context, float)))
         kept = self._decode_steps.get(id(model))
-        decode, k1 = kept[2] if kept is not None and kept[0] is model and kept[1] == key else (None, None)
+        decode, k1, own1 = kept[2] if kept is not None and kept[0] is model and kept[1] == key else (None, None, None)
         decode = self.roofline.step_time(model, batch, 1, context) if decode is None else decode
-        if np.all(np.asarray(tokens_per_seq) == 1):  # a decode or draft step: the pass is its own decode step
+        b, q = np.asarray(batch, float), np.asarray(tokens_per_seq, float)
+        if np.all(q == 1):  # a decode or draft step: the pass is its own decode step
             roof = decode
             if np.ndim(tokens_per_seq):
-                k = self.kernels.step_time(model, batch, tokens_per_seq, context)
+                k = k1 = self.kernels.step_time(model, batch, tokens_per_seq, context)
+                own1 = None
             else:
-                k = self._kernels(decode, model, batch, 1, context) if k1 is None else k1
-                self._decode_steps[id(model)] = (model, key, (decode, k))  # the model kept: its id is not reused
-            k1 = k
+                k = k1 = self._kernels(decode, model, batch, 1, context) if k1 is None else k1
         else:
             roof = self.roofline.step_time(model, batch, tokens_per_seq, context, prompt)
             k = self._kernels(roof, model, batch, tokens_per_seq, context)
             k1 = self._kernels(decode, model, batch, 1, context) if k1 is None else k1
         # The ratio is of the passes as the roofline prices them (module docstring): each pass's GEMMs untiled and its
         # collectives apart, the roofline's added after.  At q = 1 both are the same pass: ratio 1, the roofline's step.
-        b, q = np.asarray(batch, float), np.asarray(tokens_per_seq, float)
+        own = self._untiled_own_s(model, b * q, k)
+        if own1 is None:
+            own1 = own if k is k1 and not np.ndim(tokens_per_seq) else self._untiled_own_s(model, b, k1)
+        if not np.ndim(tokens_per_seq) or not np.all(q == 1):
+            self._decode_steps[id(model)] = (model, key, (decode, k1, own1))  # the model kept: its id is not reused
         # (b, q, L)-shaped, as total is.  Never under 1: a pass of q tokens does more work than a decode step (the kernel
         # source's own floor, which its collectives, measured a few percent apart run to run, no longer carry here).
-        ratio = np.maximum(self._untiled_own_s(model, b * q, k) / self._untiled_own_s(model, b, k1), 1.0)
+        ratio = np.maximum(own / own1, 1.0)
         fb = np.zeros(np.shape(ratio), bool)
         for part in (k.fallback, k1.fallback):
             if part is not None:
