@@ -1447,6 +1447,36 @@ def test_grid_interpolation_on_one_axis_is_np_interp_inside_and_nan_outside():
     assert np.isnan(got[4:]).all() and got.shape == (6,)
 
 
+def test_the_two_axis_interpolation_is_the_textbook_rule_to_the_bit_and_the_general_rule_to_a_rounding():
+    """interp_grid's two-axis path (the kernel source's decode attention, once a pass; read flat and clipped without
+    np.clip, for speed) gives the textbook bilinear rule's answers, its corners summed in the same order, bit for bit,
+    and the general path's to a rounding (it sums the corners in another order): inside, on the nodes, beside and on an
+    unmeasured (NaN) cell, outside either axis, broadcast."""
+    from specsim.timing._grid import _bilinear, _general
+
+    rng = np.random.default_rng(3)
+    xa, ya = np.array([1.0, 2.0, 4.0, 8.0, 64.0, 512.0]), np.array([0.0, 128.0, 1024.0, 8192.0, 16384.0])
+    grid = rng.random((xa.size, ya.size))
+    grid[2, 3] = grid[5, 4] = np.nan
+    x = np.r_[rng.uniform(0.5, 600.0, 200), xa, 0.5, 600.0][:, None]
+    y = np.r_[rng.uniform(-10.0, 17000.0, 50), ya, -1.0, 17000.0][None, :]
+    got = _bilinear((xa, ya), grid, [x, y])
+    assert got.shape == (208, 57) and np.isnan(got).any() and np.isfinite(got).sum() > 4000
+    i, j = (
+        np.clip(np.searchsorted(xa, x, "right") - 1, 0, xa.size - 2),
+        np.clip(np.searchsorted(ya, y, "right") - 1, 0, 3),
+    )
+    fx, fy = (x - xa[i]) / (xa[i + 1] - xa[i]), (y - ya[j]) / (ya[j + 1] - ya[j])
+    want = 0.0
+    for wx, di in ((1.0 - fx, 0), (fx, 1)):
+        for wy, dj in ((1.0 - fy, 0), (fy, 1)):
+            want = want + np.where(wx * wy > 0, wx * wy * grid[i + di, j + dj], 0.0)
+    inside = (x >= 1.0) & (x <= 512.0) & (y >= 0.0) & (y <= 16384.0)
+    np.testing.assert_array_equal(got, np.where(inside, want, np.nan))
+    np.testing.assert_allclose(got, _general((xa, ya), grid, [x, y]), rtol=1e-15, atol=0)
+    assert _bilinear((xa, ya), grid, [np.array(3.0), np.array(500.0)]).shape == ()
+
+
 def test_hybrid_source_is_the_roofline_pass_with_its_total_scaled_by_the_kernel_ratio_and_flags_either_fallback():
     from specsim.timing.roofline import RooflineSource
 

@@ -59,14 +59,17 @@ def _bilinear(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
     """:func:`interp_grid` on two axes of two or more values each, in fewer array operations (the kernel source's
     decode attention is one per pass).  The same rule: no extrapolation, a NaN corner counts only with weight > 0."""
     (xa, ya), (x, y) = axes, (np.asarray(points[0], float), np.asarray(points[1], float))
-    i = np.clip(np.searchsorted(xa, x, side="right") - 1, 0, xa.size - 2)
-    j = np.clip(np.searchsorted(ya, y, side="right") - 1, 0, ya.size - 2)
-    fx, fy = (x - xa[i]) / (xa[i + 1] - xa[i]), (y - ya[j]) / (ya[j + 1] - ya[j])
+    # (np.minimum and np.maximum clip as np.clip does, in a fifth of its time: this runs once a pass)
+    i = np.minimum(np.maximum(np.searchsorted(xa, x, side="right") - 1, 0), xa.size - 2)
+    j = np.minimum(np.maximum(np.searchsorted(ya, y, side="right") - 1, 0), ya.size - 2)
+    xi, yj = xa[i], ya[j]
+    fx, fy = (x - xi) / (xa[i + 1] - xi), (y - yj) / (ya[j + 1] - yj)
+    flat, at = grid.ravel(), i * ya.size + j  # the cell's corner (i, j) in the grid read flat: its neighbours at + 1, ...
     out = 0.0
-    for wx, di in ((1.0 - fx, 0), (fx, 1)):
+    for wx, di in ((1.0 - fx, 0), (fx, ya.size)):
         for wy, dj in ((1.0 - fy, 0), (fy, 1)):
             w = wx * wy
-            out = out + np.where(w > 0, w * grid[i + di, j + dj], 0.0)
+            out = out + np.where(w > 0, w * flat[at + (di + dj)], 0.0)
     inside = (x >= xa[0]) & (x <= xa[-1]) & (y >= ya[0]) & (y <= ya[-1])
     return np.where(inside, out, np.nan)
 
