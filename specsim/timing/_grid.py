@@ -64,7 +64,8 @@ def _bilinear(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
     j = np.minimum(np.maximum(np.searchsorted(ya, y, side="right") - 1, 0), ya.size - 2)
     xi, yj = xa[i], ya[j]
     fx, fy = (x - xi) / (xa[i + 1] - xi), (y - yj) / (ya[j + 1] - yj)
-    flat, at = grid.ravel(), i * ya.size + j  # the cell's corner (i, j) in the grid read flat: its neighbours at + 1, ...
+    # The cell's corner (i, j) in the grid read flat; its neighbours at + 1, at + ya.size and at + ya.size + 1.
+    flat, at = grid.ravel(), i * ya.size + j
     out = 0.0
     for wx, di in ((1.0 - fx, 0), (fx, ya.size)):
         for wy, dj in ((1.0 - fy, 0), (fy, 1)):
