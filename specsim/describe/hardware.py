@@ -25,6 +25,7 @@ float), so a bare ``float(value)`` with a clear error is the only safe path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -467,6 +468,15 @@ def _refuse_shadowed(given: str, builtin: Path) -> None:
         )
 
 
+@functools.lru_cache(maxsize=64)
+def _shipped_profile(path: Path, stamp: tuple) -> HardwareProfile:
+    """A built-in profile's file read, once per version of it (``stamp``: its mtime and size) in a process: parsing and
+    checking it took 5 ms of every deployment built.  A profile is frozen: the same object serves every caller."""
+    from specsim.core.limits import load_yaml
+
+    return profile_from_mapping(load_yaml(path, "hardware file", shipped=True), where=f"hardware file {path.name!r}")
+
+
 def load_hardware(name_or_path: str | Path) -> HardwareProfile:
     """Load a built-in profile by name, or a user's YAML file by path.
 
@@ -504,8 +514,11 @@ def load_hardware(name_or_path: str | Path) -> HardwareProfile:
             raise ValueError(f"hardware file {text!r} {not_a_file(path)} (give a YAML profile)")
     from specsim.core.limits import load_yaml
 
-    data = load_yaml(path, "hardware file", shipped=shipped)
-    profile = profile_from_mapping(data, where=f"hardware file {path.name!r}")
+    if shipped:
+        stat = path.stat()
+        profile = _shipped_profile(path, (stat.st_mtime_ns, stat.st_size))
+    else:
+        profile = profile_from_mapping(load_yaml(path, "hardware file"), where=f"hardware file {path.name!r}")
     if not shipped and profile.name in files:  # a copy of a built-in, edited: labels and kernel data go by the name
         builtin = profile_from_mapping(load_yaml(files[profile.name], "hardware file", shipped=True))
         if profile != builtin:

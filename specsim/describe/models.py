@@ -78,8 +78,10 @@ def _catalog_index() -> dict[str, dict]:
     return {str(k): dict(v) for k, v in index.items()}
 
 
+@lru_cache(maxsize=1)
 def _hub_ids() -> dict[str, str]:
-    """Hugging Face IDs of the catalog's checkpoints (lower case), with and without "-Instruct", -> catalog name."""
+    """Hugging Face IDs of the catalog's checkpoints (lower case), with and without "-Instruct", -> catalog name: made
+    once, as the index it is read from (1 ms of every get_model); read it, never change it."""
     out = {}
     for name, entry in _catalog_index().items():
         hub = str(entry["hub_id"]).lower()
