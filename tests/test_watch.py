@@ -415,7 +415,9 @@ def _synthetic(rng, n, alpha, gamma=3, drafts=20000, jitter=0.01, change=None):
 def _play(rng, alphas, outputs, start, n, gamma, window_s, chunks):
     """(drafts, accepted per position, finished, each request's last window) per window of requests that start at
     ``start`` (seconds), each with its own alpha and output length, drafting a round every 20 ms (each accepting tokens
-    1..gamma while its alpha holds) until its output is emitted; played ``chunks`` (index arrays) at a time."""
+    1..gamma while its alpha holds) until its output is emitted; played ``chunks`` (index arrays) at a time.  Counted
+    with np.bincount (whole numbers, so exactly np.add.at's sums, in a tenth of its time: np.add.at was 10.7 s of the
+    25 s the three tests that play streams took)."""
     round_s = 0.02
     drafts, accepted, finished = np.zeros(n), np.zeros((n, gamma)), np.zeros(n)
     last = np.empty(outputs.size, dtype=int)
@@ -426,11 +428,12 @@ def _play(rng, alphas, outputs, start, n, gamma, window_s, chunks):
         rounds = (np.cumsum(1 + took, axis=1) < o[:, None]).sum(axis=1) + 1  # the round that emits the last token
         when = np.floor((s[:, None] + (np.arange(steps)[None, :] + 1) * round_s) / window_s).astype(int)
         ran = (np.arange(steps)[None, :] < rounds[:, None]) & (when >= 0) & (when < n)
-        np.add.at(drafts, when[ran], 1)
+        at, took_ran = when[ran], took[ran]
+        drafts += np.bincount(at, minlength=n)
         for j in range(gamma):
-            np.add.at(accepted[:, j], when[ran], took[ran] > j)
+            accepted[:, j] += np.bincount(at, weights=took_ran > j, minlength=n)
         end = np.floor((s + rounds * round_s) / window_s).astype(int)
-        np.add.at(finished, end[(end >= 0) & (end < n)], 1)
+        finished += np.bincount(end[(end >= 0) & (end < n)], minlength=n)
         last[chunk] = end
     return drafts, accepted, finished, last
 
