@@ -267,6 +267,10 @@ def test_a_rounds_passes_are_each_priced_once_and_as_a_source_that_keeps_none_pr
     asked.clear()
     dep.outcome(0.8, 3, B, 1128.0)
     passes = collections.Counter(asked)
+    copies = [dataclasses.replace(dep.draft) for _ in range(40)]  # held: each its own id
+    for copy in copies:
+        dep.source.step_time(copy, B, 1, 1128.0)
+    assert len(dep.source._decode_steps) <= 16  # what a source asked of many models keeps stays bounded
     assert passes == {
         ("llama-3.1-8b", 1.0, 1128.0): 1,
         ("llama-3.1-8b", 4.0, 1128.0): 1,

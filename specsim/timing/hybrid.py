@@ -57,6 +57,9 @@ from specsim.timing.roofline import RooflineSource
 
 __all__ = ["HybridSource"]
 
+#: The models whose last decode step a hybrid source keeps at once (HybridSource.step_time): a round's target and draft.
+_MODELS_KEPT = 16
+
 
 class HybridSource:
     """Roofline decode steps, kernel-measured verification-to-decode ratio."""
@@ -126,6 +129,8 @@ class HybridSource:
         if own1 is None:
             own1 = own if k is k1 and not np.ndim(tokens_per_seq) else self._untiled_own_s(model, b, k1)
         if not np.ndim(tokens_per_seq) or not np.all(q == 1):
+            if len(self._decode_steps) >= _MODELS_KEPT:
+                self._decode_steps.clear()  # (a source asked of many models keeps no more than a few of them)
             self._decode_steps[id(model)] = (model, key, (decode, k1, own1))  # the model kept: its id is not reused
         # (b, q, L)-shaped, as total is.  Never under 1: a pass of q tokens does more work than a decode step (the kernel
         # source's own floor, which its collectives, measured a few percent apart run to run, no longer carry here).
