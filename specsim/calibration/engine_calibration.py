@@ -469,31 +469,35 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
 
 
 def _paced_said(runs: list) -> str:
-    """What the fit takes of runs at a rate that the files say were not sent as Poisson arrivals: the serving model's
-    one open loop, the answers' at ``--rate``, whose wait for admission where the engine is full
-    (:mod:`specsim.serving.arrivals`) and preemptions of the Poisson swings that fill its KV cache
-    (:func:`specsim.serving.preemption.queued_charge`) are a Poisson load's; "" where every run at a rate was sent as
-    Poisson arrivals (fitted with those, as the answers time them: nothing of theirs is left out) or none is."""
+    """What the fit leaves out of runs at a Poisson rate: the wait for admission where the engine is full
+    (:mod:`specsim.serving.arrivals`), which the answers at ``--rate`` add; "" where no run is paced."""
     from specsim.calibration.runs import load_key
 
     paced = [c.run for c in runs if c.run.kind == "rate"]
+    if not paced:
+        return ""
+    loads = sorted({r.load for r in paced}, key=load_key)  # by number: as text "rate 1/s" follows "rate 1.5/s"
+    by_e2e = sorted({r.load for r in paced if r.observable == "e2e"}, key=load_key)
     sent = {}  # how the files say the runs not sent as Poisson arrivals were sent, with their loads
     for r in paced:
         if r.arrivals is not None:
             sent.setdefault(r.arrivals, []).append(r.load)
-    if not sent:
-        return ""
-    loads = sorted({r.load for r in paced}, key=load_key)  # by number: as text "rate 1/s" follows "rate 1.5/s"
-    by_e2e = sorted({r.load for r in paced if r.observable == "e2e" and r.arrivals is not None}, key=load_key)
-    return (
+    head = (
         f"runs at a rate ({', '.join(loads)}), fitted as Poisson arrivals, the serving model's one open loop, though "
         + "; ".join(
             f"those at {', '.join(sorted(set(at), key=load_key))} were sent at {how}" for how, at in sent.items()
         )
-        + ": their wait for admission where the engine is full and the preemptions of the swings that fill its KV "
-        "cache (specsim.serving.arrivals, specsim.serving.preemption.queued_charge) are fitted as a Poisson load's, "
-        "as the answers at --rate give them"
-        + (f" (in the end-to-end latency of those at {', '.join(by_e2e)}, judged by it)" if by_e2e else "")
+        if sent
+        else f"runs at a Poisson rate ({', '.join(loads)})"
+    )
+    return (
+        f"{head}: their fitted TTFT leaves out the wait for admission where the "
+        "engine is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; "
+        + (
+            f"those at {', '.join(by_e2e)}, judged by end-to-end latency, are fitted without that wait"
+            if by_e2e
+            else "they are judged by TPOT, which it does not touch"
+        )
     )
 
 

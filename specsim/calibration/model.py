@@ -16,14 +16,12 @@ an overlapping engine hides, and one acceptance rate per sweep whose acceptance 
 run's batch are computed once per efficiency scale and reused; a closed loop's and an offline batch's batches depend on
 the acceptance only, so they are held between fits and settled again after each (:meth:`RunModel.settle`).  Poisson
 arrivals' batch feeds back on its own step, steeply near capacity: it is solved at every evaluation, the step taken
-linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle; it
-carries the answers' wait for admission where the engine is full and the preemptions of the Poisson swings that fill
-its KV cache (:func:`~specsim.serving.steady.open_loop_queue`, at the deployment's own steps).  A run at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
+linear in the batch about the one held (:meth:`RunModel._rate_times`), and the line re-centred at each settle.  A run
+at a rate past what the engine serves there (:func:`~specsim.serving.steady.past_capacity`) is timed as the answers
 time it, as the full engine: the closed loop of the N_e it holds, whose queue never runs dry (charged
 :func:`~specsim.serving.preemption.saturated_charge`), its TTFT and end-to-end latency inf (not fitted); a run judged by
 its end-to-end latency that the values a fit tries take there is fitted to the full engine's and its queue's growth over
-its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual finite at the crossing (not continuous:
-below it the steady state's wait grows without bound as the rate nears the full engine's).
+its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual finite and continuous at the crossing.
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ from specsim.serving.preemption import (
 )
 from specsim.serving.steady import (
     EngineLimits,
-    Steps,
     admitted_at_once,
     closed_loop_meets,
     closed_loop_times,
@@ -60,7 +57,6 @@ from specsim.serving.steady import (
     offline_times,
     open_batches_s,
     open_loop_itl_s,
-    open_loop_queue,
     open_loop_times,
     own_step_s,
     past_capacity,
@@ -136,9 +132,7 @@ class RunModel:
         )
         # Without speculation and with every request alike, a closed loop's users move in step (closed_population).
         self.fixed = np.array([x.fixed_lengths and c.kind == "plain" for x, c in zip(r, runs)])
-        # every request of the same lengths, speculating or not: a rate run's wait for admission takes M/D/c's factor,
-        # and a full engine's preemptions its wave (preemption.wave_of)
-        self.fixed_lengths = np.array([bool(x.fixed_lengths) for x in r])
+        self.same_lengths = np.array([bool(x.fixed_lengths) for x in r])  # a full engine's wave (preemption.wave_of)
         self.observable = np.array([x.observable for x in r])
         self.measured = np.array([x.value for x in r], dtype=float)
         self.ttft = np.array([np.nan if x.ttft_s is None else x.ttft_s for x in r], dtype=float)
@@ -179,7 +173,6 @@ class RunModel:
         self._shares: dict = {}
         self._acceptances: dict = {}
         self._meets: dict = {}  # id(population), closed loop of users -> (population, steady.closed_loop_meets)
-        self._grid: dict = {}  # a rate run's admission chain's decode passes and populations (_FitSteps)
 
     def pooled_from(self, use: np.ndarray) -> RunModel:
         """This model where the acceptance of runs that record none is pooled from the runs ``use`` only (a held-out
@@ -295,7 +288,7 @@ class RunModel:
         for _ in range(4 if rate.any() else 0):
             self._set_batches(batch, own, full)
             t = self.times(values, everything[rate])
-            others = self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["t_dec"]
+            others = self.load[rate] * self.rounds(values.alphas, everything[rate]) * t["itl_s"]
             # past capacity the open loop's batch is at the engine's bound (its fixed point lies beyond it)
             batch[rate] = np.where(t["past"], self.in_engine[rate], np.minimum(1.0 + others, self.in_engine[rate]))
             own[rate] = np.minimum(others, self.in_engine[rate])  # the others an arrival finds (steady._open_loop)
@@ -494,7 +487,6 @@ class RunModel:
         # a run's end-to-end latency as an e2e-judged run's residual takes it: e2e_s, but past capacity at a rate the
         # finite run's (_rate_times)
         out["e2e_run_s"] = np.full(index.size, np.nan)
-        out["t_dec"] = np.full(index.size, np.nan)  # the decode iteration, its own resumes apart (a rate run's batch)
         if not index.size:
             return out
         step, own_at, up = self.steps_s(values, index)
@@ -530,15 +522,15 @@ class RunModel:
                 )
             for key in out:
                 if key != "past":
-                    fallback = {"e2e_run_s": "e2e_s", "t_dec": "itl_s"}
-                    out[key][sel] = t.get(key, t[fallback[key]]) if key in fallback else t[key]
+                    out[key][sel] = t.get(key, t["e2e_s"]) if key == "e2e_run_s" else t[key]
         return out
 
     def _closed_times(self, values: Values, i: np.ndarray, k: str, step, own_at, t_pf, base, batch_base) -> dict:
         """The times of runs ``i`` as a closed loop (:func:`~specsim.serving.steady.closed_loop_times`): of its users
         (``k`` "concurrency"), of the N_e an offline batch drains through ("drain"), or of the N_e Poisson arrivals past
         its capacity fill, users that never run out ("full"; steady._open_loop's full engine), each charged the
-        preemption :mod:`specsim.serving.preemption` gives that loop."""
+        preemption :mod:`specsim.serving.preemption` gives that loop; or of that N_e with none preempted ("engine",
+        whose rate is r(c), as :func:`~specsim.serving.steady.past_capacity` takes it)."""
         pop = self.population(values.alphas, i)
         own = own_step_s(pop.batch_own, own_at, step, base)
 
@@ -550,12 +542,12 @@ class RunModel:
 
         def charge():
             args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
+            if k == "engine":  # none preempted: the rate r(c) of steady._engine_rates at c
+                return None
             if k == "full":
                 kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
                 alpha = self.acceptance(values.alphas, i)[0]
-                wave = wave_of(
-                    pop, self.limits, self.steps[i], self.fixed_lengths[i], self.prefilled[i], alpha, args[5]
-                )
+                wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
                 return saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s, wave)
             return (closed_loop_charge if k == "concurrency" else drained_charge)(*args, resume_s)
 
@@ -605,21 +597,17 @@ class RunModel:
         return t
 
     def _rate_times(self, values: Values, i: np.ndarray, up, step, own_at, t_pf, base, batch_base) -> dict:
-        """The times of runs ``i`` at a Poisson rate, the answers' (steady._open_loop's): the open loop's
-        (:func:`~specsim.serving.steady.open_loop_times`) at its own fixed point, with the wait for admission where the
-        engine is full and, where its KV cache holds the full engine and it preempts, the preemptions of the Poisson
-        swings that fill it (:func:`~specsim.serving.steady.open_loop_queue`, the fixed point solved again with their
-        resumes); and where that is past what the engine serves (:func:`~specsim.serving.steady.past_capacity`, the
-        answers' rule, with r(c) as the admission chain found it), the full engine's (:meth:`_closed_times`), its TTFT
-        and end-to-end latency inf (the queue grows over the run); "past" says where, "t_dec" the decode iteration.
+        """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`)
+        at its own fixed point, and where that is past what the engine serves (:func:`~specsim.serving.steady.
+        past_capacity`, the answers' rule, with r(c) the closed loop of its N_e with none preempted), the full engine's
+        (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where.
 
         The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's
         at the step at b, the step taken linear in b about the held batch (its slope from the step there and at the
         nudged batch, :func:`_nudged`).  Near capacity b feeds back steeply on its own step, so a batch held between
         settles left the residual nearly blind to the terms there (a fit of runs at 0.5-0.98x capacity made at known
         terms ended at scale 1, not identified, its runs' TPOT up to 49% off); settling re-centres the line on the
-        solution.  The chain's r(n) are the closed loops of n users at the deployment's own steps at ``values`` (not the
-        line: n runs from 1 to N_e)."""
+        solution."""
         lam, D, N_e = self.load[i], self.rounds(values.alphas, i), self.in_engine[i]
         held, own_held = np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)
         slope = (up - step) / (_nudged(held) - held)
@@ -628,44 +616,35 @@ class RunModel:
         def step_at(b, k=slice(None)):  # the step at b sequences (and at the own batch), linear about the held ones
             return step[k] + slope[k] * (b - held[k]), own_at[k] + slope[k] * (b - own_held[k])
 
-        def solved(riding):  # b, where ``riding`` is each arrival's prompt time and its resumes' (steady._open_loop)
-            def implied(b):  # the batch the open loop whose step is at b implies: 1 + lambda D t_dec
-                return 1.0 + lam * D * open_loop_itl_s(lam, step_at(b)[0], riding, apart)
+        def implied(b):  # the batch the open loop whose step is at b implies: 1 + lambda D t_dec
+            s = step_at(b)[0]
+            return 1.0 + lam * D * open_loop_itl_s(lam, s, t_pf, apart)
 
-            # Newton on b (exact in one step but for prefill batches run apart); none where b grows faster than the
-            # batch it implies: no fixed point, past capacity.
-            b = held
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                for _ in range(_NEWTON if apart is not None else 1):
-                    now = implied(b)
-                    drop = 1.0 - (implied(b + 1.0) - now)
-                    b = np.where(np.isfinite(now) & (drop > 0.0), np.maximum(b + (now - b) / drop, 1.0), np.inf)
-            return b
-
-        b = solved(t_pf)
-        kv_full = saturated_kv_bound(self.limited_by[i], N_e, self.limits, self.steps[i])
-        wait, charged = self._queue(values, i, t_pf, b, kv_full)
-        riding = t_pf
-        if charged is not None:
-            riding = t_pf + charged[0] * charged[2]
-            b = solved(riding)
+        # Newton on b (exact in one step but for prefill batches run apart); none where b grows faster than the batch
+        # it implies: no fixed point, past capacity.
+        b = held
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            for _ in range(_NEWTON if apart is not None else 1):
+                now = implied(b)
+                drop = 1.0 - (implied(b + 1.0) - now)
+                b = np.where(np.isfinite(now) & (drop > 0.0), np.maximum(b + (now - b) / drop, 1.0), np.inf)
         at = np.minimum(b, N_e)
         others = np.minimum(b - 1.0, N_e)  # the others an arrival finds, lambda D t_dec (steady._open_loop)
         s, s_own = step_at(at)[0], step_at(np.maximum(others, 1.0))[1]
         left = np.maximum(self.limits.prefill_budget(at, self.steps[i]), 1.0)
         k_p = np.maximum(np.ceil(self.prefilled[i] / left), 1.0)
-        admission = np.nan_to_num(wait, posinf=0.0)
-        own = own_step_s(others, s_own, s, base)
-        t = open_loop_times(lam, D, s, own, t_pf, k_p, self.output[i], apart, admission, charged, left)
-        t_dec = open_loop_itl_s(lam, s, riding, apart)
-        t["t_dec"] = t_dec
+        t = open_loop_times(lam, D, s, own_step_s(others, s_own, s, base), t_pf, k_p, self.output[i], apart)
+        t_dec = t["itl_s"]
         with np.errstate(invalid="ignore"):
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
-            extra = lam * riding * t_dec + open_batches_s(t_dec, lam, apart)
-            # r(c) as the chain found it: the wait is unbounded exactly where lambda reaches it (steady._open_loop)
-            reached = np.where(np.isfinite(wait), np.inf, lam)
+            extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
+            # r(c), the closed loop of the N_e it holds with none preempted (steady._engine_rates at c), at its
+            # population's batches
+            pop = self.population(values.alphas, i)
+            parts = (step_at(pop.batch)[0], step_at(np.maximum(pop.batch_own, 1.0))[1], t_pf, base, batch_base)
+            engine = self._closed_times(values, i, "engine", *parts)
             past = past_capacity(
-                lam * riding,
+                lam * t_pf,
                 b,
                 N_e,
                 lam * self.prefilled[i] * t_dec,
@@ -673,23 +652,13 @@ class RunModel:
                 iteration_s(s, extra),
                 t_dec,
                 lam,
-                reached,
+                engine["requests_per_s"],
             )
         if past.any():
             j = np.flatnonzero(past)
-            pop = self.population(values.alphas, i[j])
-            parts = (
-                step_at(pop.batch, j)[0],
-                step_at(np.maximum(pop.batch_own, 1.0), j)[1],
-                t_pf[j],
-                base,
-                batch_base[j] if np.ndim(batch_base) else batch_base,
-            )
-            full = self._closed_times(values, i[j], "full", *parts)
-            for key in full:
-                if key in t:
-                    t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
-            t["t_dec"][j] = full["itl_s"]
+            full = self._closed_times(values, i[j], "full", *(p[j] if np.ndim(p) else p for p in parts))
+            for key in t:
+                t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
             # what a run judged by its end-to-end latency is fitted to there: the full engine's, and its queue's growth
             # over the run's requests (steady.finite_run_wait_s), finite where the steady state has none
             t["e2e_run_s"] = t["e2e_s"].copy()
@@ -698,48 +667,6 @@ class RunModel:
             )
         t["past"] = past
         return t
-
-    def _queue(self, values: Values, i: np.ndarray, t_pf, b, kv_full) -> tuple:
-        """(W, charged) of runs ``i`` at a rate whose decoding batch is ``b``: :func:`~specsim.serving.steady.
-        open_loop_queue` at the deployment's steps at ``values``, each run a row (as the answers' gammas are), the runs
-        of fixed lengths and the others apart (the steady state takes one bool); charged (m, L, t_r) per run, m 0 where
-        none is, or None where no run is charged.  Not asked where the batch is past the N_e the engine holds (or has no
-        fixed point): such a run is past capacity whatever the chain says (:func:`~specsim.serving.steady.past_capacity`,
-        and the charge only lengthens its iteration), timed as the full engine; W inf there."""
-        alpha, _ = self.acceptance(values.alphas, i)
-        wait, m, resumed, resume_s = (np.zeros(i.size) for _ in range(4))
-        held = np.isfinite(b) & (b <= self.in_engine[i] + 1e-9)
-        wait[~held] = np.inf
-        dep = self.deployment(values)
-        if len(self._grid) > 4096:  # the grid's passes and populations, kept for the fit (a few dozen a settle)
-            self._grid.clear()
-        for fixed in (False, True):
-            j = np.flatnonzero((self.fixed_lengths[i] == fixed) & held)
-            if not j.size:
-                continue
-            k = i[j]
-
-            def col(x, j=j):
-                return np.asarray(x, dtype=float)[j, None]
-
-            steps = _FitSteps(dep, col(alpha), col(self.steps[i]), col(self.context[i]), fixed, col(self.cached[i]))
-            steps.kept, steps.values, steps.model = self._grid, values, self
-            w, charged = open_loop_queue(
-                steps,
-                self.load[k, None],
-                self.prefilled[k, None],
-                self.output[k, None],
-                col(t_pf),
-                self.in_engine[k, None],
-                col(b),
-                self.limits,
-                kv_full[j, None],
-            )
-            wait[j] = np.ravel(w)
-            if charged is not None:
-                for out, x in zip((m, resumed, resume_s), charged):
-                    out[j] = np.ravel(np.broadcast_to(x, (j.size, 1)))
-        return wait, ((m, resumed, resume_s) if np.any(m > 0.0) else None)
 
     def settle_start(self, values: Values, preset_key: str) -> None:
         """:meth:`settle` at ``values`` (the preset, where a fit starts), refusing runs the serving model cannot time
@@ -813,62 +740,6 @@ class RunModel:
             has = np.isfinite(self.ttft[index]) & self.alone[index]
             res = np.concatenate([res, ttft_weight * (t["ttft_s"][has] / self.ttft[index][has] - 1.0)])
         return res
-
-
-class _FitSteps(Steps):
-    """The deployment's steps at a fit's values as the admission chain of a rate run asks them (:meth:`RunModel._queue`:
-    the closed loops of n users, n from 1 to N_e, :func:`~specsim.serving.steady.open_loop_queue`), the same numbers,
-    with what does not change between the fit's steps kept in the run model's ``kept``: a plain step's GPU pass at each
-    batch per efficiency scale (the iteration terms added to it as :meth:`RunModel._steps_at` adds them), and each
-    population per acceptance (a fit's steps in the engine's terms ask the same grid again)."""
-
-    kept: dict
-    values: Values
-    model: RunModel
-
-    def __call__(self, batch):
-        if np.any(self.gamma):  # a round, composed with the engine's host work by the deployment at the values
-            return super().__call__(batch)
-        b, v, context = np.asarray(batch, dtype=float), self.values, np.asarray(self.context, dtype=float)
-        key = ("pass", v.scale, b.tobytes(), b.shape, context.tobytes(), context.shape)
-
-        def make():
-            return np.asarray(self.model.deployment(Values(scale=v.scale)).decode(b, context).total_s, dtype=float)
-
-        gpu = _kept(self.kept, key, make, 1 << 30)
-        step = gpu + v.iteration_s + v.iteration_seq_s * b
-        shape = np.broadcast_shapes(step.shape, np.shape(self.gamma))
-        return np.broadcast_to(step, shape), np.ones(shape), None
-
-    @property
-    def base_s(self) -> float:
-        return self._base("base", False) + self.values.iteration_s + self.values.iteration_seq_s
-
-    @property
-    def batch_base_s(self) -> np.ndarray:
-        return (
-            self._base("batch_base", np.asarray(self.gamma) > 0) + self.values.iteration_s + self.values.iteration_seq_s
-        )
-
-    def _base(self, name: str, draft):
-        """The base pass at the efficiency scale (with the drafter's where ``draft``), the iteration terms apart."""
-        key = (name, self.values.scale, np.asarray(draft).tobytes(), np.shape(draft))
-        dep = self.model.deployment(Values(scale=self.values.scale))
-        return _kept(self.kept, key, lambda: dep.prefill_base_s(draft=draft), 1 << 30)
-
-    def population(self, in_engine, P, O, limits, tokens_per_round, users):
-        if tokens_per_round is not None:  # (a drafter that verifies a prefix per request: E from the step, not kept)
-            return super().population(in_engine, P, O, limits, tokens_per_round, users)
-        parts = (self.acceptance, self.gamma, in_engine, P, O, users)
-        key = ("population", self.fixed_lengths) + tuple(
-            (np.asarray(x, dtype=float).tobytes(), np.shape(x)) for x in parts
-        )
-        return _kept(self.kept, key, lambda: Steps.population(self, in_engine, P, O, limits, None, users), 1 << 30)
-
-    def regrid(self, acceptance, context, cached):
-        out = super().regrid(acceptance, context, cached)
-        out.kept, out.values, out.model = self.kept, self.values, self.model
-        return out
 
 
 #: Newton steps on a rate run's batch where prefill batches run apart (elsewhere one is exact: the step is linear in b).

@@ -150,7 +150,7 @@ def closed_loop_preemption(
     [0, 0]
     """
     n, n_e, P, O = (np.asarray(v, dtype=float) for v in (users, in_engine, input_tokens, output_tokens))
-    binds = _binds(policy, limited_by)
+    binds = (np.asarray(limited_by) == "kv cache") & bool(policy.preempts)
     ahead = min(float(policy.ahead_tokens), 1e18)
     with np.errstate(divide="ignore", invalid="ignore"):
         set_aside = np.where(O > ahead, ahead - ahead**2 / (2.0 * np.maximum(O, 1.0)), O / 2.0)
@@ -165,19 +165,11 @@ def closed_loop_preemption(
     return count, np.where(count > 0.0, resumed, 0.0)
 
 
-def _binds(policy, limited_by) -> np.ndarray:
-    """Where a closed loop's KV cache binds (``limited_by`` "kv cache") and the engine's ``policy`` preempts: elsewhere
-    :func:`closed_loop_preemption` charges nothing."""
-    return (np.asarray(limited_by) == "kv cache") & bool(policy.preempts)
-
-
 def closed_loop_charge(limits, users, in_engine, limited_by, input_tokens, output_tokens, resume_s) -> tuple | None:
     """What :func:`specsim.serving.steady.closed_loop_times` charges for preemption (its ``preempted``): (m, L, t_r),
     the counts of :func:`closed_loop_preemption` under the KV policy of ``limits`` and t_r = ``resume_s(L)``, a resume's
     marginal prefill time from the caller's step-time source; None where nothing is preempted.  The steady state and
     calibrate-engine's fit both take it here, so a calibration is fitted under the charge its answers carry."""
-    if not np.any(_binds(limits.kv_policy, limited_by)):  # (as a Poisson load's admission chain's closed loops)
-        return None
     count, resumed = closed_loop_preemption(limits.kv_policy, users, in_engine, limited_by, input_tokens, output_tokens)
     if not np.any(count > 0.0):
         return None

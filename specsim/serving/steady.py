@@ -55,7 +55,7 @@ it where every request needs the same iterations (the engine as c servers of fix
 (:func:`specsim.serving.arrivals.admission_chain`); it is in TTFT and end-to-end, not in N_e's in-engine count.  The
 same chain has the engine full a share Q of the time; where its KV cache binds and it preempts, the finishes then are
 a full engine's, charged Q times the saturated counts (:func:`specsim.serving.preemption.queued_charge`, in
-:func:`open_loop_times`).  Both come from :func:`open_loop_queue`, which calibrate-engine's runs at a rate take too.
+:func:`open_loop_times`).
 
 An offline batch (``LLM.generate`` of ``N`` prompts at once, ``trtllm-bench``): every prompt prefills (in the budget),
 then the ``N`` sequences decode together, in waves of the N_e the engine holds; throughput is ``N O`` over the whole.
@@ -99,14 +99,12 @@ __all__ = [
     "finite_run_wait_s",
     "LOAD_KINDS",
     "SteadyState",
-    "Steps",
     "decode_rounds",
     "decode_rounds_spread",
     "iteration_s",
     "kv_sequences",
     "landed_iteration_s",
     "open_loop_itl_s",
-    "open_loop_queue",
     "past_capacity",
     "preemption_expected",
     "served_state",
@@ -347,7 +345,7 @@ def steady_state(
     else:
         t_pf, P, new, cached = np.zeros(spec.shape), np.zeros_like(P), np.zeros_like(P), np.zeros_like(P)
     n_e, limited = engine_population(dep, kind, x, P, O, g, limits, kv_bytes)
-    steps = Steps(dep, acceptance, g, L, fixed_lengths, cached)
+    steps = _Steps(dep, acceptance, g, L, fixed_lengths, cached)
     if kind == "rate":
         state = _open_loop(steps, x, new, O, t_pf, n_e, limited, limits)
     elif kind == "batch":
@@ -433,7 +431,7 @@ def served_state(
     return replace(state, kv_bytes=kv)
 
 
-class Steps:
+class _Steps:
     """The decoding sequences' step of one deployment at one acceptance, per gamma and context: what the serving model
     asks of the deployment (the calibration gives its own, with its fitted terms)."""
 
@@ -446,17 +444,6 @@ class Steps:
     def __call__(self, batch):
         """(step seconds, tokens per round, outcome) at ``batch`` sequences."""
         return _step(self.dep, self.acceptance, self.gamma, batch, self.context)
-
-    def population(self, in_engine, P, O, limits, tokens_per_round, users) -> "Population":
-        """:func:`closed_population` of a closed loop of ``users`` at this acceptance and gamma (a caller that asks the
-        same populations at many steps keeps them: calibrate-engine's, :class:`specsim.calibration.model.RunModel`)."""
-        return closed_population(
-            self.acceptance, self.gamma, in_engine, P, O, limits, tokens_per_round, self.fixed_lengths, users
-        )
-
-    def regrid(self, acceptance, context, cached) -> "Steps":
-        """These steps at ``acceptance``, ``context`` and ``cached`` laid out on another grid (:func:`_engine_rates`)."""
-        return type(self)(self.dep, acceptance, self.gamma, context, self.fixed_lengths, cached)
 
     @property
     def base_s(self) -> float:
@@ -828,7 +815,7 @@ def closed_loop_times(
 
 
 def _closed_loop(
-    steps: Steps, N, P, O, t_pf, n_e, limited, limits, requests=None, kv_full=None, drained=False
+    steps: _Steps, N, P, O, t_pf, n_e, limited, limits, requests=None, kv_full=None, drained=False
 ) -> SteadyState:
     """A closed loop of N users (the module's docstring); ``kv_full``: where the KV cache holds the N_e of an engine
     that Poisson arrivals past its capacity fill, charged as users that never run out (:func:`saturated_charge`);
@@ -836,7 +823,7 @@ def _closed_loop(
     (:func:`drained_charge`), with no queue wait (:func:`drained_times` adds the drain's)."""
     per_round = None
     for _ in range(3):  # E depends on b only for drafters that verify a prefix per request (DSpark, suffix decoding)
-        pop = steps.population(n_e, P, O, limits, per_round, N)
+        pop = closed_population(steps.acceptance, steps.gamma, n_e, P, O, limits, per_round, steps.fixed_lengths, N)
         step, E, out = steps(pop.batch)
         if not steps.prefix:
             break
@@ -877,7 +864,7 @@ def _closed_loop(
     )
 
 
-def _resume_s(steps: Steps, L: np.ndarray) -> np.ndarray:
+def _resume_s(steps: _Steps, L: np.ndarray) -> np.ndarray:
     """The marginal prefill time of a resume of L tokens (the target's, and the drafter's where speculating)."""
     return steps.dep.prefill_s(L, draft=np.broadcast_to(steps.gamma > 0, L.shape))
 
@@ -975,7 +962,7 @@ def open_loop_itl_s(rate_per_s: object, step_s: object, prefill_s: object, apart
         return np.where(np.isfinite(t_dec), t_dec, np.inf)
 
 
-def _open_fixed_point(steps: Steps, lam, D, cap, extra, full_engine) -> np.ndarray:
+def _open_fixed_point(steps: _Steps, lam, D, cap, extra, full_engine) -> np.ndarray:
     """t_dec where the iteration at the batch 1 + lambda D t_dec, carrying ``extra(t_dec)`` beside its step, lasts
     t_dec, by bisection; ``full_engine()`` the full engine's state (a closed loop at ``cap``), asked only where the batch
     reaches ``cap`` first."""
@@ -1006,7 +993,7 @@ def _open_fixed_point(steps: Steps, lam, D, cap, extra, full_engine) -> np.ndarr
     return hi
 
 
-def _open_loop(steps: Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
+def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadyState:
     """Poisson arrivals: bisection on the decode iteration t_dec = step(1 + lambda D t_dec) + lambda t_pf t_dec."""
     g = steps.gamma
     D = decode_rounds(steps.acceptance, g, O - 1.0)
@@ -1030,8 +1017,19 @@ def _open_loop(steps: Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySta
 
     t_dec = _open_fixed_point(steps, lam, D, cap, extra, full_engine)
     b = 1.0 + lam * D * t_dec
-    wait, charged = open_loop_queue(steps, lam, P, O, t_pf, cap, b, limits, kv_full)
-    # Below capacity the swings' resumes ride in every iteration beside the prompts: the fixed point solved again.
+    # Arrivals that find the engine full queue until a request ends (specsim.serving.arrivals): the engine as the
+    # closed loop of n users at each n up to its bound; service times spread as exponential's unless lengths are fixed.
+    wait, full_share = admission_chain(
+        lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
+    )
+    # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
+    # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
+    wave = None
+    if np.any(np.asarray(full_share) > 0.0) and np.any(kv_full):  # the full engine's wave, its population at N_e
+        full = closed_population(steps.acceptance, g, cap, P, O, limits, None, steps.fixed_lengths, cap)
+        wave = wave_of(full, limits, g, steps.fixed_lengths, P, steps.acceptance, O)
+    resume_s = functools.partial(_resume_s, steps)
+    charged = queued_charge(limits, full_share, cap, kv_full, P + steps.cached, O, resume_s, wave)
     share = lam * t_pf
     if charged is not None:
         share = lam * (t_pf + charged[0] * charged[2])
@@ -1084,31 +1082,6 @@ def _open_loop(steps: Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySta
     )
 
 
-def open_loop_queue(steps: "Steps", rate_per_s, P, O, t_pf, in_engine, batch, limits, kv_full) -> tuple:
-    """(W, charged): what Poisson arrivals at ``rate_per_s`` meet beyond the open loop's mean whose decoding ``batch``
-    (1 + lambda D t_dec) the engine holding at most ``in_engine`` (c) carries.  W, the mean wait for admission of an
-    arrival that finds the engine full (:func:`specsim.serving.arrivals.admission_chain`: the engine as the closed loop of
-    n users, :func:`_engine_rates`, at each n up to c; a request's time in the engine spread as an exponential's unless
-    every request has the same lengths), inf where the rate reaches r(c); and, where ``kv_full`` (its KV cache holds
-    the full engine) and it preempts, the full engine's preemptions charged the share Q of the time the swings fill it
-    (:func:`specsim.serving.preemption.queued_charge`: (m, L, t_r), else None), which :func:`open_loop_times` takes as
-    ``preempted`` once the fixed point is solved again with their resumes.  ``steps`` the decoding step of the
-    deployment (:class:`Steps`).  The one home of both: the answers at ``--rate`` (:func:`steady_state`) and
-    calibrate-engine's runs at a rate (:class:`specsim.calibration.model.RunModel`) take them here."""
-    lam = np.asarray(rate_per_s, dtype=float)
-    wait, full_share = admission_chain(
-        lam, in_engine, batch, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
-    )
-    # the full engine's wave, its population at N_e (specsim.serving.preemption.wave_of), where a swing's charge is due
-    wave = None
-    if np.any(np.asarray(full_share) > 0.0) and np.any(kv_full):
-        g = steps.gamma
-        full = closed_population(steps.acceptance, g, in_engine, P, O, limits, None, steps.fixed_lengths, in_engine)
-        wave = wave_of(full, limits, g, steps.fixed_lengths, P, steps.acceptance, O)
-    resume_s = functools.partial(_resume_s, steps)
-    return wait, queued_charge(limits, full_share, in_engine, kv_full, P + steps.cached, O, resume_s, wave)
-
-
 def past_capacity(
     share, batch, in_engine, prompt_tokens, budget_left, iteration, t_dec, rate_per_s=0.0, engine_rate_per_s=np.inf
 ) -> np.ndarray:
@@ -1154,14 +1127,14 @@ def finite_run_wait_s(requests: object, rate_per_s: object, served_per_s: object
         return np.maximum((n - 1.0) / 2.0 * (1.0 / r - 1.0 / lam), 0.0)
 
 
-def _engine_rates(steps: Steps, P, O, t_pf, bound, limits) -> np.ndarray:
+def _engine_rates(steps: _Steps, P, O, t_pf, bound, limits) -> np.ndarray:
     """r(n): the requests/s of a closed loop of n users with none queued, per gamma and load, at the numbers n from 1 to
     ``bound`` of :func:`admission_grid` (last axis): a Poisson load's engine as its flow-equivalent server
     (:mod:`specsim.serving.arrivals`), whose r(bound) is the full engine's rate a load past capacity is served at."""
     n = admission_grid(np.broadcast_to(bound, np.shape(t_pf)))
     grid = [on_grid(x, n) for x in (P, O, t_pf, steps.context, steps.acceptance, steps.cached)]
     users = n.reshape(len(n), -1)  # (gamma, load x grid point), as a closed loop takes its users
-    at = steps.regrid(grid[4], grid[3], grid[5])
+    at = _Steps(steps.dep, grid[4], steps.gamma, grid[3], steps.fixed_lengths, grid[5])
     return _closed_loop(at, users, *grid[:3], users, "", limits).requests_per_s.reshape(n.shape)
 
 
@@ -1218,7 +1191,7 @@ def offline_times(
     }
 
 
-def _offline(steps: Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0, admitted=None) -> SteadyState:
+def _offline(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0, admitted=None) -> SteadyState:
     """An offline batch of N requests at once (:func:`offline_times`); where the KV cache holds fewer and the engine
     preempts, admitting ``admitted`` at once (:func:`admitted_at_once`), a closed loop whose queue drains
     (:func:`specsim.serving.drain.drained_times`)."""
@@ -1250,7 +1223,7 @@ def drained_batch_times(loop: dict, N, n_e, admitted, P, O, t_pf, step_s, batch_
     return drained_times(N, n_e, n_0, loop, burst_s, O)
 
 
-def _waves(steps: Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
+def _waves(steps: _Steps, N, P, O, t_pf, n_e, limited, limits, spread: float = 0.0) -> SteadyState:
     """An offline batch of N requests at once in waves of N_e (:func:`offline_times`)."""
     D = decode_rounds(steps.acceptance, steps.gamma, O - 1.0)
     b = np.broadcast_to(n_e, np.broadcast_shapes(np.shape(n_e), D.shape))
