@@ -199,6 +199,11 @@ def _edge(per_iteration: np.ndarray) -> np.ndarray:
     return np.trapezoid(outside - inside, u, axis=-1)
 
 
+#: Where :func:`unfinished_share`'s damped iteration stops: no share moved by more than this in its last step (it halves
+#: the distance at least each step where the map falls as z rises, so the answer is this close to the fixed point).
+SETTLED = 1e-15
+
+
 def unfinished_share(
     in_engine, cycle, per_iteration, rounds_sd, input_tokens, output_tokens, resumed_tokens, iterations: int = 200
 ) -> np.ndarray:
@@ -248,7 +253,9 @@ def unfinished_share(
         gap = np.clip(1.0 - lam * (1.0 - p1) / G - edges, 0.0, 1.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             new = np.where(gap > 0.0, gap * np.exp(-p1 * lam / np.where(gap > 0.0, gap, 1.0)), 0.0)
-        z = 0.5 * (z + new)
+        z, before = 0.5 * (z + new), z
+        if np.max(np.abs(z - before), initial=0.0) <= SETTLED:  # a share, to well below any digit printed of it
+            break
     # (where the wave takes every iteration the map is 0 and damping leaves 2^-iterations: none, exactly)
     return np.where(known, np.where(new > 0.0, z, 0.0), 1.0)
 
