@@ -339,7 +339,7 @@ def test_the_parts_no_argument_chose_are_named_as_specsims_defaults():
     assert "specsim's defaults, not given: timing hybrid, engine vllm@latest" in plain  # no drafter to name
     # the catalog's draft for a Qwen3 target is said in its own note, not twice
     qwen = [n for n in Deployment.build(target="qwen3-8b").notes() if "qwen3-0.6b" in n]
-    assert len(qwen) == 1 and qwen[0].startswith("drafter qwen3-0.6b: no --draft given")
+    assert len(qwen) == 1 and qwen[0].startswith("drafter qwen3-0.6b: no draft given")
 
 
 def test_a_calibration_of_plain_runs_says_the_draft_it_did_not_name(tmp_path, capsys):
@@ -920,26 +920,30 @@ def test_vllm_drafts_n_gram_on_the_gpu_from_0_32_and_overlaps_its_rounds_from_0_
     assert gpu_lookup_s(dep("none"), b, ctx) is None and gpu_lookup_s(dep("sglang"), b, ctx) is None
 
 
-def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so():
+def test_without_a_draft_a_built_in_target_gets_its_catalogs_draft_and_the_note_says_so(capsys):
     """llama-3.2-1b drafting for a Qwen3 or Mistral target was refused (another tokenizer) when the user gave no
     --draft; the model catalog names each built-in target's draft, which is taken and said."""
     qwen = Deployment.build(target="qwen3-8b")
     assert qwen.draft.name == "qwen3-0.6b"
-    assert (
-        "drafter qwen3-0.6b: no --draft given; the model catalog's draft for qwen3-8b (specsim models)" in qwen.notes()
-    )
+    assert "drafter qwen3-0.6b: no draft given; the model catalog's draft for qwen3-8b (specsim models)" in qwen.notes()
     assert Deployment.build(target="mistral-7b").drafter.kind == "eagle"
     # The default pair and a draft the user names are as before, with no such note.
     for dep in (Deployment.build(), Deployment.build(target="qwen3-8b", draft="qwen3-1.7b")):
-        assert not [n for n in dep.notes() if "no --draft given" in n]
+        assert not [n for n in dep.notes() if "no draft given" in n]
     assert Deployment.build().draft.name == "llama-3.2-1b"
     bare = Deployment.build(target="qwen3-8b", decode_only=True)  # no drafter: nothing is chosen for it
-    assert bare.drafter is None and not [n for n in bare.notes() if "no --draft given" in n]
+    assert bare.drafter is None and not [n for n in bare.notes() if "no draft given" in n]
     # Where the catalog names none (the family's smallest model), the default draft is refused as before, saying why.
-    with pytest.raises(
-        ValueError, match=r"^no --draft given, and the default draft llama-3.2-1b does not share qwen3-0"
-    ):
+    with pytest.raises(ValueError, match=r"^no draft given, and the default draft llama-3.2-1b does not share qwen3-0"):
         Deployment.build(target="qwen3-0.6b")
+    # The library names its keyword (draft), the command line its flag (--draft): the same lines.
+    from specsim.cli.main import main
+
+    assert main(["optimal-gamma", "--target", "qwen3-8b", "--batch", "1"]) == 0
+    said = capsys.readouterr()
+    assert "drafter qwen3-0.6b: no --draft given; the model catalog's draft" in said.out + said.err
+    assert main(["optimal-gamma", "--target", "qwen3-0.6b", "--batch", "1"]) == 2
+    assert "no --draft given, and the default draft llama-3.2-1b" in capsys.readouterr().err
 
 
 def test_an_int4_target_priced_by_the_roofline_says_what_the_measured_run_found():

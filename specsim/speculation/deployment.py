@@ -168,7 +168,10 @@ def default_draft(target: ModelShape) -> tuple[str, str]:
     named = catalog_draft(target.name)
     if named in (None, "none", DEFAULT_DRAFT):
         return DEFAULT_DRAFT, ""
-    return named, f"drafter {named}: no --draft given; the model catalog's draft for {target.name} (specsim models)"
+    return (
+        named,
+        f"drafter {named}: no {given_as('draft')} given; the model catalog's draft for {target.name} (specsim models)",
+    )
 
 
 class VocabularyMismatch(ValueError):
@@ -614,8 +617,8 @@ class Deployment:
         except VocabularyMismatch as err:
             if defaulted:
                 raise ValueError(
-                    f"no --draft given, and the default draft {draft} does not share {target_model.name}'s tokenizer "
-                    f"({err}): give --draft, a smaller model of its family, eagle3 or ngram"
+                    f"no {given_as('draft')} given, and the default draft {draft} does not share {target_model.name}'s "
+                    f"tokenizer ({err}): give {given_as('draft')}, a smaller model of its family, eagle3 or ngram"
                 ) from None
             raise
 
