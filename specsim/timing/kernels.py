@@ -127,6 +127,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_version,
     device_folder,
     holding,
+    read_frame,
     releases_holding,
     require_engine_data,
     sustained_matmul_flop_per_s,
@@ -149,6 +150,45 @@ _MOE_DTYPES = {
     "mxfp4": ("w4a16_mxfp4",),
     "int4": ("int4_wo",),
 }
+#: The columns of each database table a table reads (:func:`~specsim.timing.kernel_db.read_frame`; those a file lacks,
+#: as ``window_size`` in an older attention table, are left out): aiconfigurator-core 0.12.0's names.
+_GEMM_COLUMNS = ("gemm_dtype", "m", "n", "k", "latency")
+_ATTENTION_COLUMNS = (
+    "batch_size",
+    "isl",
+    "step",
+    "num_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "kv_cache_dtype",
+    "window_size",
+    "beam_width",
+    "latency",
+)
+_MOE_COLUMNS = (
+    "hidden_size",
+    "inter_size",
+    "topk",
+    "num_experts",
+    "moe_tp_size",
+    "moe_ep_size",
+    "distribution",
+    "moe_dtype",
+    "num_tokens",
+    "latency",
+)
+_COMM_COLUMNS = ("num_gpus", "allreduce_dtype", "backend", "implementation", "message_size", "latency")
+_GDN_COLUMNS = (
+    "phase",
+    "num_k_heads",
+    "num_v_heads",
+    "head_k_dim",
+    "head_v_dim",
+    "num_tokens",
+    "batch_size",
+    "kernel_source",
+    "latency",
+)
 _SCHEMA = 14  # bump when the table layout or the composition changes
 #: Shape fields of the hybrid, chunked and interleaved layouts that change a table.
 _LAYOUT_FIELDS = (
@@ -394,25 +434,6 @@ def _cached_missing(path: Path, meta: dict) -> str | None:
 
 
 # -- building a table from the database files --------------------------------
-def _read(path: Path):
-    import pandas as pd
-
-    try:
-        return pd.read_parquet(path)
-    except ImportError as exc:  # pandas without pyarrow
-        raise KernelEnvironmentError(
-            f"reading {path.name} needs pyarrow, which {AIC_DISTRIBUTION} installs: {exc}"
-        ) from None
-    except FileNotFoundError:  # a release folder that ships some tables and not this one (gb300's trtllm 1.3.0rc23)
-        parts = path.parts
-        where = "/".join(parts[-4:-1]) if len(parts) >= 4 else str(path.parent)
-        raise KernelDataError(
-            f"{AIC_DISTRIBUTION} has no {path.name} in {where} (the folder holds "
-            f"{', '.join(sorted(p.name for p in path.parent.glob('*'))) or 'nothing'}): no measured kernels "
-            "for this device under this engine"
-        ) from None
-
-
 def _gemm_line(model: ModelShape, gemm, where: str, sustained: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(m, G(m)): the pass's weight GEMMs (the routed experts apart) at m tokens, no faster than ``sustained`` FLOP/s
     where given (:func:`~specsim.timing.kernel_db.sustained_matmul_flop_per_s`)."""
@@ -465,7 +486,7 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
     if not folders:
         holding(dev / "moe" / engine, "moe_perf.parquet")  # raises: no release holds the table at all, said as such
     for folder in reversed(folders):
-        frame = _read(folder / "moe_perf.parquet")
+        frame = read_frame(folder / "moe_perf.parquet", _MOE_COLUMNS)
         keep = (
             (frame["hidden_size"] == model.hidden_size)
             & (frame["inter_size"] == model.moe_intermediate_size)
@@ -518,7 +539,7 @@ def _comm_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarray, n
     folders = releases_holding(dev / "comm" / engine, "custom_allreduce_perf.parquet")
     if not folders:
         return empty
-    frame = _read(folders[-1] / "custom_allreduce_perf.parquet")
+    frame = read_frame(folders[-1] / "custom_allreduce_perf.parquet", _COMM_COLUMNS)
     rows = frame[(frame["num_gpus"] == model.tp) & (frame["allreduce_dtype"] == "bfloat16")]
     # the column naming the kernel: "backend", "implementation" in an older schema, or none (aiconfigurator-core
     # 0.12.0's a100_sxm and l40s trtllm 1.0.0 tables: one TensorRT-LLM kernel, every row counts)
@@ -559,7 +580,7 @@ def _mla_attention(model: ModelShape, dev: Path, engine: str, where: str):
     kv, heads = _KV_DTYPES[model.kv_dtype], model.n_heads // model.tp
 
     def rows(name: str):
-        frame = _read(folder / name)
+        frame = read_frame(folder / name, _ATTENTION_COLUMNS)
         return frame[(frame["num_heads"] == heads) & (frame["kv_cache_dtype"] == kv)]
 
     gen = rows("generation_mla_perf.parquet")
@@ -608,9 +629,9 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         gen, ctx, attn_dir = _mla_attention(model, dev, engine, where)
     else:
         attn_dir = holding(dev / "attention" / engine, "generation_attention_perf.parquet")
-        gen = _select_attention(_read(attn_dir / "generation_attention_perf.parquet"), model)
-        ctx = _select_attention(_read(attn_dir / "context_attention_perf.parquet"), model)
-    gemm = _read(gemm_dir / "gemm_perf.parquet")
+        gen = _select_attention(read_frame(attn_dir / "generation_attention_perf.parquet", _ATTENTION_COLUMNS), model)
+        ctx = _select_attention(read_frame(attn_dir / "context_attention_perf.parquet", _ATTENTION_COLUMNS), model)
+    gemm = read_frame(gemm_dir / "gemm_perf.parquet", _GEMM_COLUMNS)
     gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
     if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
         raise KernelDataError(
@@ -697,7 +718,7 @@ def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarr
     folders = releases_holding(dev / "linear_attention" / engine, "gdn_perf.parquet")
     if not folders:
         return empty
-    frame = _read(folders[-1] / "gdn_perf.parquet")
+    frame = read_frame(folders[-1] / "gdn_perf.parquet", _GDN_COLUMNS)
     rows = frame[
         (frame["phase"] == "generation")
         & (frame["num_k_heads"] == model.rec_groups // model.tp)
