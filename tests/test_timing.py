@@ -1370,10 +1370,11 @@ def test_built_table_names_the_model_device_and_engine_when_its_experts_have_no_
 
 
 def test_attention_rows_are_those_of_one_rank_with_at_least_one_kv_head():
-    from specsim.timing.kernels import _select_attention
+    from specsim.timing.kernels import _attention_rows, _attention_shape
 
     frame = _raw("attention", "vllm", "generation_attention_perf.parquet")
-    rows = _select_attention(frame, get_model("llama-3.1-8b", tp=8))  # 32 heads, 8 KV heads: 4 and 1 per rank
+    # 32 heads, 8 KV heads: 4 and 1 per rank
+    rows = _attention_rows(frame, *_attention_shape(get_model("llama-3.1-8b", tp=8)))
     assert not rows.empty and set(rows.num_heads) == {4} and set(rows.num_key_value_heads) == {1}
     assert set(rows.head_dim) == {128}
 
@@ -1639,7 +1640,7 @@ def test_fill_by_batch_scales_only_from_a_measured_batch_of_at_least_64_and_neve
 
 
 def test_attention_rows_keep_only_beam_1_and_full_attention_rows_of_the_shape():
-    from specsim.timing.kernels import _select_attention
+    from specsim.timing.kernels import _attention_rows, _attention_shape
 
     model = get_model("llama-3.1-8b")
     shape = dict(num_heads=32, num_key_value_heads=8, head_dim=128, kv_cache_dtype="bfloat16")
@@ -1650,8 +1651,10 @@ def test_attention_rows_keep_only_beam_1_and_full_attention_rows_of_the_shape():
             {**shape, "beam_width": 1, "window_size": 128, "latency": 3.0},
         ]
     )
-    assert _select_attention(frame, model).latency.tolist() == [1.0]
-    assert _select_attention(frame.drop(columns=["beam_width", "window_size"]), model).latency.tolist() == [
+    assert _attention_rows(frame, *_attention_shape(model)).latency.tolist() == [1.0]
+    assert _attention_rows(
+        frame.drop(columns=["beam_width", "window_size"]), *_attention_shape(model)
+    ).latency.tolist() == [
         1.0,
         2.0,
         3.0,
@@ -1659,15 +1662,15 @@ def test_attention_rows_keep_only_beam_1_and_full_attention_rows_of_the_shape():
 
 
 def test_built_attention_is_the_raw_rows_composed_and_the_context_rate_the_best_measured_one():
-    from specsim.timing.kernels import _fill_by_batch, _select_attention
+    from specsim.timing.kernels import _attention_rows, _attention_shape, _fill_by_batch
 
     model = get_model("llama-3.1-8b")
     table = build_table(model, "h100_sxm", "vllm")
-    gen = _select_attention(_raw("attention", "vllm", "generation_attention_perf.parquet"), model)
+    gen = _attention_rows(_raw("attention", "vllm", "generation_attention_perf.parquet"), *_attention_shape(model))
     piv = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
     attn, filled = _fill_by_batch(piv.index.to_numpy(float), _suffix_min(piv.to_numpy(float) * 1e-3, axis=0))
     np.testing.assert_allclose(table.attn_s, attn, rtol=1e-12)
-    ctx = _select_attention(_raw("attention", "vllm", "context_attention_perf.parquet"), model)
+    ctx = _attention_rows(_raw("attention", "vllm", "context_attention_perf.parquet"), *_attention_shape(model))
     ctx = ctx[ctx.step == 0]
     flop = 2.0 * 32 * 128 * ctx.isl.to_numpy(float) ** 2 * ctx.batch_size.to_numpy(float)
     assert table.ctx_flop_per_s == pytest.approx(float(np.max(flop / (ctx.latency.to_numpy(float) * 1e-3))), rel=1e-12)
@@ -1803,6 +1806,24 @@ def test_a_process_reads_each_database_file_once_and_builds_the_same_tables_from
         for name in ("ctx_flop_per_s", *_CACHED_ARRAYS):
             np.testing.assert_array_equal(getattr(fresh, name), getattr(table, name), err_msg=name)
     assert len(reads) == 3 + 3 * 3
+
+
+def test_tables_of_one_device_and_engine_grid_the_gemms_once_and_select_each_attention_shape_once(monkeypatch):
+    """Every table grouped the GEMM file's rows of its dtype into the (m, n, k) grid again (a third of a build once
+    the file is read once) and selected its attention rows again: once per process, file and dtype or shape now."""
+    from specsim.timing import kernel_db, kernels
+
+    grids, shapes = [], []
+    real_grid, real_rows = kernels.gemm_grid, kernels._attention_rows
+    monkeypatch.setattr(kernels, "gemm_grid", lambda frame, dtype: grids.append(dtype) or real_grid(frame, dtype))
+    monkeypatch.setattr(
+        kernels, "_attention_rows", lambda frame, *shape: shapes.append(shape) or real_rows(frame, *shape)
+    )
+    kernel_db._kept.cache_clear()
+    for name in ("llama-3.1-8b", "llama-3.2-1b", "qwen3-8b"):  # qwen3-8b: llama-3.1-8b's attention shape
+        build_table(get_model(name), "h100_sxm", "vllm")
+    assert grids == ["bfloat16"]
+    assert shapes == [(32, 8, 128, "bfloat16")] * 2 + [(32, 8, 64, "bfloat16")] * 2
 
 
 def test_a_database_file_rewritten_in_a_process_is_read_again(tmp_path):

@@ -17,6 +17,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import Callable
 
 from specsim.describe.hardware import HardwareProfile
 
@@ -35,6 +36,7 @@ __all__ = [
     "database_root",
     "database_version",
     "device_folder",
+    "gemm_grid",
     "holding",
     "releases_holding",
     "kin_devices",
@@ -282,30 +284,52 @@ def clear_stale_staging(folder: Path, now: float | None = None) -> int:
     return removed
 
 
-#: Database files kept read in a process (:func:`read_frame`): a table built reads three to five, the largest about
-#: 5 MB in the columns it reads (h100_sxm gemm/sglang 0.5.14: 101,010 rows).
-FRAMES_KEPT = 32
+#: Database files (and what is derived from them) kept read in a process (:func:`read_frame`): a table built reads
+#: three to five, the largest about 5 MB in the columns it reads (h100_sxm gemm/sglang 0.5.14: 101,010 rows).
+FRAMES_KEPT = 64
 
 
-def read_frame(path: Path, columns: tuple[str, ...] | None = None):
-    """The parquet table at ``path``: its ``columns`` where given (those of them it has), all of them otherwise.
+def read_frame(path: Path, columns: tuple[str, ...] | None = None, derive: Callable | None = None, *args):
+    """The parquet table at ``path``: its ``columns`` where given (those of them it has), all of them otherwise; with
+    ``derive``, ``derive(frame, *args)`` (hashable ``args``) instead of the frame.
 
-    Read once per process while the file is unchanged (its size and modification time; at most :data:`FRAMES_KEPT`
-    kept): every table built on a device and engine reads the same GEMM and attention files, and a process builds
-    several (a target and its draft, a sweep over models); the frame returned is shared and must not be modified.
-    The columns a table reads are a third of the file, and the others are strings that cost pandas most of its time:
-    h100_sxm's vLLM gemm_perf.parquet reads in 7 ms in its five columns, 73 ms whole."""
+    Read (and derived) once per process while the file is unchanged (its size and modification time; at most
+    :data:`FRAMES_KEPT` answers kept): every table built on a device and engine reads the same GEMM and attention
+    files, and a process builds several (a target and its draft, a sweep over models, the hybrid's kin device); what
+    is returned is shared and must not be modified.  The columns a table reads are a third of the file, and the
+    others are strings that cost pandas most of its time: h100_sxm's vLLM gemm_perf.parquet reads in 7 ms in its five
+    columns, 73 ms whole."""
     try:
         stat = path.stat()
     except OSError:  # read as before, which says what is wrong
-        return _read_frame(path, columns)
-    return _kept(str(path), columns, stat.st_size, stat.st_mtime_ns)
+        frame = _read_frame(path, columns)
+        return frame if derive is None else derive(frame, *args)
+    return _kept(str(path), columns, derive, args, stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=FRAMES_KEPT)
-def _kept(path: str, columns: tuple[str, ...] | None, size: int, mtime_ns: int):
-    """read_frame's frame of an unchanged file (``size`` and ``mtime_ns`` only tell a rewritten file from its past)."""
-    return _read_frame(Path(path), columns)
+def _kept(path: str, columns: tuple[str, ...] | None, derive: Callable | None, args: tuple, size: int, mtime_ns: int):
+    """read_frame's answer for an unchanged file (``size`` and ``mtime_ns`` only tell a rewritten file from its past)."""
+    if derive is None:
+        return _read_frame(Path(path), columns)
+    return derive(read_frame(Path(path), columns), *args)
+
+
+def gemm_grid(frame, dtype: str | None = None) -> tuple[tuple, object] | None:
+    """(axes (m, n, k), seconds on that grid, NaN where nothing was measured) of a GEMM table's rows, those of
+    ``gemm_dtype`` ``dtype`` where given; each cell the mean of its rows' latencies.  None where no row is left."""
+    import numpy as np
+
+    if dtype is not None:
+        frame = frame[frame["gemm_dtype"] == dtype]
+    if frame.empty:
+        return None
+    gemm = frame.groupby(["m", "n", "k"], as_index=False)["latency"].mean()
+    axes = tuple(np.array(sorted(gemm[c].unique()), dtype=float) for c in ("m", "n", "k"))
+    grid = np.full(tuple(a.size for a in axes), np.nan)
+    index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
+    grid[index] = gemm["latency"].to_numpy(float) * 1e-3
+    return axes, grid
 
 
 def _read_frame(path: Path, columns: tuple[str, ...] | None):

@@ -126,6 +126,7 @@ from specsim.timing.kernel_db import (  # noqa: F401 (re-exported: tests and cal
     database_root,
     database_version,
     device_folder,
+    gemm_grid,
     holding,
     read_frame,
     releases_holding,
@@ -436,12 +437,9 @@ def _cached_missing(path: Path, meta: dict) -> str | None:
 # -- building a table from the database files --------------------------------
 def _gemm_line(model: ModelShape, gemm, where: str, sustained: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(m, G(m)): the pass's weight GEMMs (the routed experts apart) at m tokens, no faster than ``sustained`` FLOP/s
-    where given (:func:`~specsim.timing.kernel_db.sustained_matmul_flop_per_s`)."""
-    gemm = gemm.groupby(["m", "n", "k"], as_index=False)["latency"].mean()
-    axes = tuple(np.array(sorted(gemm[c].unique()), dtype=float) for c in ("m", "n", "k"))
-    grid = np.full(tuple(a.size for a in axes), np.nan)
-    index = tuple(np.searchsorted(a, gemm[c].to_numpy(float)) for a, c in zip(axes, ("m", "n", "k")))
-    grid[index] = gemm["latency"].to_numpy(float) * 1e-3
+    where given (:func:`~specsim.timing.kernel_db.sustained_matmul_flop_per_s`).  ``gemm``: the rows of a GEMM table
+    (m, n, k, latency), or their :func:`~specsim.timing.kernel_db.gemm_grid` (read once per process)."""
+    axes, grid = gemm if isinstance(gemm, tuple) else gemm_grid(gemm)
     n_max = axes[1][-1]
     # (n, k, count per pass) of every weight GEMM on one rank, from the model's one list of operations; the routed
     # experts are priced by the fused-MoE tables instead (build_table), the embedding is a gather.
@@ -461,7 +459,7 @@ def _gemm_line(model: ModelShape, gemm, where: str, sustained: float | None = No
     stop = int(np.argmin(ok)) if not ok.all() else ok.size
     if stop < 2:
         raise KernelDataError(f"{where}: the GEMM data do not cover this model's matrix shapes")
-    return m[:stop], _suffix_min(total[:stop])
+    return m[:stop].copy(), _suffix_min(total[:stop])  # (a copy: the grid's axes are shared)
 
 
 def _suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -592,13 +590,17 @@ def _mla_attention(model: ModelShape, dev: Path, engine: str, where: str):
     return gen, ctx, folder
 
 
-def _select_attention(frame, model: ModelShape):
-    kv = _KV_DTYPES[model.kv_dtype]
-    heads, kv_heads = model.n_heads // model.tp, max(1, model.n_kv_heads // model.tp)
+def _attention_shape(model: ModelShape) -> tuple:
+    """(heads, KV heads, head_dim, KV dtype) of ``model``'s attention on one rank, as the database names them."""
+    return model.n_heads // model.tp, max(1, model.n_kv_heads // model.tp), model.head_dim, _KV_DTYPES[model.kv_dtype]
+
+
+def _attention_rows(frame, heads: int, kv_heads: int, head_dim: int, kv: str):
+    """The rows of an attention table at one rank's :func:`_attention_shape` (full attention, one beam)."""
     keep = (
         (frame["num_heads"] == heads)
         & (frame["num_key_value_heads"] == kv_heads)
-        & (frame["head_dim"] == model.head_dim)
+        & (frame["head_dim"] == head_dim)
         & (frame["kv_cache_dtype"] == kv)
     )
     if "window_size" in frame.columns:
@@ -606,6 +608,16 @@ def _select_attention(frame, model: ModelShape):
     if "beam_width" in frame.columns:
         keep &= frame["beam_width"] == 1
     return frame[keep]
+
+
+def _decode_grid(frame, *shape) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(batches, contexts, one layer's decode attention at each in seconds, NaN where unmeasured) of a decode-attention
+    table's rows (those of :func:`_attention_rows` ``shape`` where given); None where there are none."""
+    rows = _attention_rows(frame, *shape) if shape else frame
+    if rows.empty:
+        return None
+    piv = rows.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
+    return piv.index.to_numpy(float), piv.columns.to_numpy(float), piv.to_numpy(float) * 1e-3
 
 
 def build_table(model: ModelShape, device: str, engine: str, *, root: Path | None = None) -> KernelTable:
@@ -627,17 +639,20 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
     gemm_dir = holding(dev / "gemm" / engine, "gemm_perf.parquet")
     if model.is_mla:
         gen, ctx, attn_dir = _mla_attention(model, dev, engine, where)
+        decode = _decode_grid(gen)
     else:
         attn_dir = holding(dev / "attention" / engine, "generation_attention_perf.parquet")
-        gen = _select_attention(read_frame(attn_dir / "generation_attention_perf.parquet", _ATTENTION_COLUMNS), model)
-        ctx = _select_attention(read_frame(attn_dir / "context_attention_perf.parquet", _ATTENTION_COLUMNS), model)
-    gemm = read_frame(gemm_dir / "gemm_perf.parquet", _GEMM_COLUMNS)
-    gemm = gemm[gemm["gemm_dtype"] == _GEMM_DTYPES[model.weight_dtype]]
-    if gemm.empty and model.weight_dtype in ("int4", "w8a16"):  # weight-only tables: the A100's TensorRT-LLM ones only
+        # each shape's rows (its decode grid) found once per process and file, as the GEMMs' grid below
+        shape = _attention_shape(model)
+        decode = read_frame(attn_dir / "generation_attention_perf.parquet", _ATTENTION_COLUMNS, _decode_grid, *shape)
+        ctx = read_frame(attn_dir / "context_attention_perf.parquet", _ATTENTION_COLUMNS, _attention_rows, *shape)
+    gemm = read_frame(gemm_dir / "gemm_perf.parquet", _GEMM_COLUMNS, gemm_grid, _GEMM_DTYPES[model.weight_dtype])
+    # weight-only tables: the A100's TensorRT-LLM ones only
+    if gemm is None and model.weight_dtype in ("int4", "w8a16"):
         raise KernelDataError(
             f"{where}: no measurements for weight dtype {model.weight_dtype} / KV dtype {model.kv_dtype}"
         )
-    if gemm.empty:
+    if gemm is None:
         raise KernelDataError(f"{where}: no {_GEMM_DTYPES[model.weight_dtype]} GEMM measurements")
     gemm_m, gemm_s = _gemm_line(model, gemm, where, _held_rate(model, device))
     gemm_hull_s = lower_hull(gemm_m, gemm_s)  # the weight GEMMs' alone: the routed experts' line is not convex
@@ -653,15 +668,12 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
         gemm_m, gemm_s = gemm_m[:stop], gemm_s[:stop] + model.n_moe_layers * moe[:stop]
         gemm_hull_s = gemm_hull_s[:stop] + model.n_moe_layers * moe[:stop]
 
-    if gen.empty:
+    if decode is None:
         raise KernelDataError(
             f"{where}: no decode-attention measurements for {model.n_heads} heads, {model.n_kv_heads} KV heads, "
             f"head_dim {model.head_dim}, KV {model.kv_dtype}"
         )
-    piv = gen.pivot_table(index="batch_size", columns="step", values="latency", aggfunc="mean")
-    attn_b = piv.index.to_numpy(float)
-    attn_L = piv.columns.to_numpy(float)
-    attn_s = piv.to_numpy(float) * 1e-3  # one layer; decode_attention sums the layers
+    attn_b, attn_L, attn_s = decode[0].copy(), decode[1].copy(), decode[2]  # (the grid is shared: not modified)
     attn_s, filled = _fill_by_batch(attn_b, _suffix_min(attn_s, axis=0))
 
     if "step" in ctx.columns:
