@@ -15,7 +15,8 @@ from specsim.describe.models import get_model
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import optimal_gamma, speedup
 from specsim.timing import make_source
-from specsim.timing.kernels import KernelSource, KernelTable, _suffix_min, build_table, cache_dir
+from specsim.timing._grid import suffix_min as _suffix_min
+from specsim.timing.kernels import KernelSource, KernelTable, build_table, cache_dir
 from specsim.timing.roofline import step_time
 
 H100 = load_hardware("h100-sxm")
@@ -1824,6 +1825,24 @@ def test_tables_of_one_device_and_engine_grid_the_gemms_once_and_select_each_att
         build_table(get_model(name), "h100_sxm", "vllm")
     assert grids == ["bfloat16"]
     assert shapes == [(32, 8, 128, "bfloat16")] * 2 + [(32, 8, 64, "bfloat16")] * 2
+
+
+def test_a_moe_layers_measured_line_is_found_once_per_process_and_release(monkeypatch):
+    """Every MoE table filtered the fused-MoE file's 100,000 rows for its layer again: once per process now, and the
+    table built again from the line kept is the one built from the file."""
+    from specsim.timing import kernel_db, kernels
+
+    lines = []
+    real = kernels._moe_balanced
+    monkeypatch.setattr(kernels, "_moe_balanced", lambda frame, *shape: lines.append(shape) or real(frame, *shape))
+    kernel_db._kept.cache_clear()
+    model = get_model("qwen3-30b-a3b")
+    first = build_table(model, "h100_sxm", "vllm")
+    assert lines == [(2048, 768, 8, 128, 1, "bf16")]  # the newest release measured it
+    again = build_table(model, "h100_sxm", "vllm")
+    assert len(lines) == 1
+    for name in ("moe_m", "moe_s", "gemm_s", "gemm_hull_s"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
 
 
 def test_a_database_file_rewritten_in_a_process_is_read_again(tmp_path):

@@ -4,14 +4,15 @@ Shared by the kernel source (decode attention over (b, L)) and the measured
 source (whole passes over (b, q, L)).  Never extrapolates: a point outside the
 axes, or one that needs a NaN corner with non-zero weight, gives NaN, which the
 sources turn into a flagged roofline fallback.  An axis with a single value
-must be matched exactly.
+must be matched exactly.  Beside it, the envelopes a measured line is read
+through: its lower convex hull and its suffix minimum.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["interp_grid", "lower_hull"]
+__all__ = ["interp_grid", "lower_hull", "suffix_min"]
 
 
 def interp_grid(axes: tuple, grid: np.ndarray, points: list) -> np.ndarray:
@@ -92,3 +93,17 @@ def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             keep.pop()
         keep.append(i)
     return np.minimum(np.interp(x, x[keep], y[keep]), y)  # (a point on a chord: never above it by a rounding)
+
+
+def suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """t_eff(x) = min over x' >= x of t(x'): more work never costs less.
+
+    Measured kernels are not monotone (GEMMs at m = 128 ran faster than at
+    m = 64 on the H100, a different tile choice or noise); an engine pads a
+    pass up to a faster captured size, so the larger size's time is the one to
+    use.  NaN (unmeasured) cells are left alone.
+    """
+    flipped = np.flip(values, axis)
+    filled = np.where(np.isnan(flipped), np.inf, flipped)
+    out = np.flip(np.minimum.accumulate(filled, axis=axis), axis)
+    return np.where(np.isnan(values), np.nan, out)

@@ -90,7 +90,7 @@ import numpy as np
 
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
-from specsim.timing._grid import interp_grid, lower_hull
+from specsim.timing._grid import interp_grid, lower_hull, suffix_min
 from specsim.timing.base import StepTime
 from specsim.timing.roofline import step_time
 
@@ -459,21 +459,7 @@ def _gemm_line(model: ModelShape, gemm, where: str, sustained: float | None = No
     stop = int(np.argmin(ok)) if not ok.all() else ok.size
     if stop < 2:
         raise KernelDataError(f"{where}: the GEMM data do not cover this model's matrix shapes")
-    return m[:stop].copy(), _suffix_min(total[:stop])  # (a copy: the grid's axes are shared)
-
-
-def _suffix_min(values: np.ndarray, axis: int = 0) -> np.ndarray:
-    """t_eff(x) = min over x' >= x of t(x'): more work never costs less.
-
-    Measured kernels are not monotone (GEMMs at m = 128 ran faster than at
-    m = 64 on the H100, a different tile choice or noise); an engine pads a
-    pass up to a faster captured size, so the larger size's time is the one to
-    use.  NaN (unmeasured) cells are left alone.
-    """
-    flipped = np.flip(values, axis)
-    filled = np.where(np.isnan(flipped), np.inf, flipped)
-    out = np.flip(np.minimum.accumulate(filled, axis=axis), axis)
-    return np.where(np.isnan(values), np.nan, out)
+    return m[:stop].copy(), suffix_min(total[:stop])  # (a copy: the grid's axes are shared)
 
 
 def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str):
@@ -483,26 +469,35 @@ def _moe_line(model: ModelShape, root: Path, dev: Path, engine: str, where: str)
     folders = releases_holding(dev / "moe" / engine, "moe_perf.parquet")
     if not folders:
         holding(dev / "moe" / engine, "moe_perf.parquet")  # raises: no release holds the table at all, said as such
-    for folder in reversed(folders):
-        frame = read_frame(folder / "moe_perf.parquet", _MOE_COLUMNS)
-        keep = (
-            (frame["hidden_size"] == model.hidden_size)
-            & (frame["inter_size"] == model.moe_intermediate_size)
-            & (frame["topk"] == model.n_active_experts)
-            & (frame["num_experts"] == model.n_experts)
-            & (frame["moe_tp_size"] == model.tp)
-            & (frame["moe_ep_size"] == 1)
-            & (frame["distribution"] == "balanced")
-        )
-        for dtype in _MOE_DTYPES.get(model.expert_dtype_, ()):
-            rows = frame[keep & (frame["moe_dtype"] == dtype)]
-            if len(rows) >= 2:
-                line = rows.groupby("num_tokens")["latency"].mean()
-                return line.index.to_numpy(float), _suffix_min(line.to_numpy(float) * 1e-3), folder
+    shape = (model.hidden_size, model.moe_intermediate_size, model.n_active_experts, model.n_experts, model.tp)
+    for folder in reversed(folders):  # (each release's line of a shape found once per process)
+        line = read_frame(folder / "moe_perf.parquet", _MOE_COLUMNS, _moe_balanced, *shape, model.expert_dtype_)
+        if line is not None:
+            return line[0].copy(), line[1].copy(), folder
     raise KernelDataError(
         f"{where}: no fused-MoE measurements for {model.n_experts} experts, top-{model.n_active_experts}, hidden "
         f"{model.hidden_size}, expert size {model.moe_intermediate_size}, TP {model.tp}, {model.expert_dtype_} experts"
     )
+
+
+def _moe_balanced(frame, hidden: int, inter: int, topk: int, experts: int, tp: int, expert_dtype: str):
+    """(tokens, seconds) of one MoE layer's fused kernel under balanced routing in a ``moe_perf`` table's rows of that
+    shape, in the first of ``expert_dtype``'s database dtypes with two token counts or more; None where none has."""
+    keep = (
+        (frame["hidden_size"] == hidden)
+        & (frame["inter_size"] == inter)
+        & (frame["topk"] == topk)
+        & (frame["num_experts"] == experts)
+        & (frame["moe_tp_size"] == tp)
+        & (frame["moe_ep_size"] == 1)
+        & (frame["distribution"] == "balanced")
+    )
+    for dtype in _MOE_DTYPES.get(expert_dtype, ()):
+        rows = frame[keep & (frame["moe_dtype"] == dtype)]
+        if len(rows) >= 2:
+            line = rows.groupby("num_tokens")["latency"].mean()
+            return line.index.to_numpy(float), suffix_min(line.to_numpy(float) * 1e-3)
+    return None
 
 
 def _moe_uniform(
@@ -674,7 +669,7 @@ def build_table(model: ModelShape, device: str, engine: str, *, root: Path | Non
             f"head_dim {model.head_dim}, KV {model.kv_dtype}"
         )
     attn_b, attn_L, attn_s = decode[0].copy(), decode[1].copy(), decode[2]  # (the grid is shared: not modified)
-    attn_s, filled = _fill_by_batch(attn_b, _suffix_min(attn_s, axis=0))
+    attn_s, filled = _fill_by_batch(attn_b, suffix_min(attn_s, axis=0))
 
     if "step" in ctx.columns:
         ctx = ctx[ctx["step"] == 0]  # prefill from an empty cache
@@ -745,7 +740,7 @@ def _recurrent_line(model: ModelShape, dev: Path, engine: str) -> tuple[np.ndarr
     both = (recur + conv).dropna()
     if len(both) < 2:
         return empty
-    return both.index.to_numpy(float), _suffix_min(both.to_numpy(float)) * 1e-3
+    return both.index.to_numpy(float), suffix_min(both.to_numpy(float)) * 1e-3
 
 
 #: Decode attention is scaled linearly in batch past the largest measured batch
