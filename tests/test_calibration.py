@@ -1283,11 +1283,11 @@ def test_the_library_builds_the_calibrated_deployment_the_cli_does(tmp_path, cap
     assert library.outcome(0.8, 3, 16, 1024).speedup == cli.outcome(0.8, 3, 16, 1024).speedup
     uncalibrated = Deployment.build(cal.base_hardware, cal.target, cal.drafter, engine=cal.engine)
     assert uncalibrated.engine.spec != library.engine.spec
-    with pytest.raises(ValueError, match="--hardware h200 but cal.yaml calibrates h100-sxm"):
+    with pytest.raises(ValueError, match="^hardware h200 but cal.yaml calibrates h100-sxm"):
         Deployment.build("h200", calibration=cal)
-    with pytest.raises(ValueError, match="--engine sglang but cal.yaml calibrates vllm@0.20.0"):
+    with pytest.raises(ValueError, match="^engine sglang but cal.yaml calibrates vllm@0.20.0"):
         Deployment.build(engine="sglang", calibration=cal)
-    with pytest.raises(ValueError, match="--timing kernels but cal.yaml calibrates the hybrid step-time source"):
+    with pytest.raises(ValueError, match="^timing kernels but cal.yaml calibrates the hybrid step-time source"):
         Deployment.build(timing="kernels", calibration=cal)
 
 
@@ -1380,39 +1380,66 @@ def test_a_calibration_without_speculative_runs_says_so_where_its_acceptance_wou
 
 
 def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_line():
+    """Each refusal names what its caller gave: the keyword from Python, the flag on the command line
+    (specsim.core.names.as_flags, as main runs every command).  Calibration.fixes told a Python caller
+    "--hardware h200 ... (drop --hardware, ...)", flags it never had."""
+    from specsim.core.names import as_flags
     from specsim.describe.hardware import load_hardware
 
     cal = _calibration()
-    tail = "a fit of one deployment says nothing of another (drop --{0}, or calibrate that deployment)"
-    for kwargs, flag, said in (
-        ({"hardware": "h200"}, "hardware", "--hardware h200 but cal.yaml calibrates h100-sxm"),
-        ({"hardware": load_hardware("h200")}, "hardware", "--hardware h200 but cal.yaml calibrates h100-sxm"),
-        ({"timing": "kernels"}, "timing", "--timing kernels but cal.yaml calibrates the roofline step-time source"),
-        ({"engine": "sglang"}, "engine", "--engine sglang but cal.yaml calibrates vllm@0.20.0"),
-        ({"engine": get_engine("sglang@0.5")}, "engine", "--engine sglang@0.5 but cal.yaml calibrates vllm@0.20.0"),
-        ({"target_options": {"tp": 2}}, "tp", "--tp 2 but cal.yaml calibrates tensor parallelism 1"),
+    tail = "a fit of one deployment says nothing of another (drop {0}, or calibrate that deployment)"
+    for kwargs, keyword, flag, said in (
+        ({"hardware": "h200"}, "hardware", "--hardware", "{} h200 but cal.yaml calibrates h100-sxm"),
+        ({"hardware": load_hardware("h200")}, "hardware", "--hardware", "{} h200 but cal.yaml calibrates h100-sxm"),
+        ({"target": "qwen3-8b"}, "target", "--target", "{} qwen3-8b but cal.yaml calibrates llama-3.1-8b"),
+        (
+            {"timing": "kernels"},
+            "timing",
+            "--timing",
+            "{} kernels but cal.yaml calibrates the roofline step-time source",
+        ),
+        ({"engine": "sglang"}, "engine", "--engine", "{} sglang but cal.yaml calibrates vllm@0.20.0"),
+        (
+            {"engine": get_engine("sglang@0.5")},
+            "engine",
+            "--engine",
+            "{} sglang@0.5 but cal.yaml calibrates vllm@0.20.0",
+        ),
+        (
+            {"target_options": {"tp": 2}},
+            "target_options['tp']",
+            "--tp",
+            "{} 2 but cal.yaml calibrates tensor parallelism 1",
+        ),
         (
             {"target_options": {"weight_dtype": "bf16"}},
-            "weight-dtype",
-            "--weight-dtype bf16 but cal.yaml calibrates a fp8 weight target",
+            "target_options['weight_dtype']",
+            "--weight-dtype",
+            "{} bf16 but cal.yaml calibrates a fp8 weight target",
         ),
     ):
-        with pytest.raises(ValueError) as refused:
-            cal.fixes(**kwargs)
-        assert str(refused.value) == f"{said}: {tail.format(flag)}", kwargs
-    with pytest.raises(ValueError, match=r"^--engine-overhead-ms replaces the time per iteration cal.yaml fitted"):
-        cal.fixes(engine_overhead_ms=1.0)
-    with pytest.raises(ValueError, match=r"^--kv-dtype fp8 but cal.yaml calibrates a bf16 kv target: "):
+        for named, context in ((keyword, contextlib.nullcontext), (flag, as_flags)):
+            with pytest.raises(ValueError) as refused, context():
+                cal.fixes(**kwargs)
+            assert str(refused.value) == f"{said.format(named)}: {tail.format(named)}", (kwargs, named)
+    for named, context in (("engine_overhead_ms", contextlib.nullcontext), ("--engine-overhead-ms", as_flags)):
+        with pytest.raises(ValueError, match=rf"^{named} replaces the time per iteration cal.yaml fitted"), context():
+            cal.fixes(engine_overhead_ms=1.0)
+    with pytest.raises(
+        ValueError, match=r"^target_options\['kv_dtype'\] fp8 but cal.yaml calibrates a bf16 kv target: "
+    ):
         cal.fixes(target_options={"kv_dtype": "fp8"})  # FP8 weights, the KV cache not given: the target's own, bf16
     kv = _calibration(target_options={"weight_dtype": "fp8", "kv_dtype": "fp8"})
-    with pytest.raises(ValueError, match=r"^--kv-dtype bf16 but cal.yaml calibrates a fp8 kv target: "):
+    with pytest.raises(ValueError, match=r"^--kv-dtype bf16 but cal.yaml calibrates a fp8 kv target: "), as_flags():
         kv.fixes(target_options={"kv_dtype": "bf16"})
     assert kv.fixes(target_options={"kv_dtype": "fp8"})["target_options"] == kv.target_options
     # A fit whose dtypes were not given ran at the target's own (llama-3.1-8b's config: bf16): another is refused too,
     # the same one taken.
     own = _calibration(target_options={})
-    for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
-        with pytest.raises(ValueError, match=rf"^--{flag} fp8 but cal.yaml calibrates a bf16 {key[:-6]} target: "):
+    for key in ("weight_dtype", "kv_dtype"):
+        with pytest.raises(
+            ValueError, match=rf"^target_options\['{key}'\] fp8 but cal.yaml calibrates a bf16 {key[:-6]} target: "
+        ):
             own.fixes(target_options={key: "fp8"})
         assert own.fixes(target_options={key: "bf16"})["target_options"] == {}
 

@@ -186,15 +186,18 @@ class Calibration:
         arguments; a given one that names another deployment (hardware, target, tensor parallelism, step-time source,
         engine, dtypes) is refused, for a fit of one deployment says nothing of another, and so is a time per iteration
         that would replace the fitted one."""
+        from specsim.core.names import given_as
         from specsim.describe.models import get_model
         from specsim.engines import get_engine
 
         options = dict(target_options or {})
 
-        def differs(flag: str, given, theirs) -> None:
+        def differs(keyword: str, given, theirs, flag: str | None = None) -> None:
+            # as its caller gave it: the keyword to Python (hardware, target_options['tp']), the flag on the command line
+            named = given_as(keyword, flag)
             raise ValueError(
-                f"--{flag} {given} but {self.name} calibrates {theirs}: a fit of one deployment says nothing of "
-                f"another (drop --{flag}, or calibrate that deployment)"
+                f"{named} {given} but {self.name} calibrates {theirs}: a fit of one deployment says nothing of "
+                f"another (drop {named}, or calibrate that deployment)"
             )
 
         if hardware is not None and hardware not in (self.base_hardware, self.profile.name):
@@ -206,7 +209,7 @@ class Calibration:
         if target is not None and target != self.target and get_model(target).name != self.target_name:
             differs("target", target, self.target_name)
         if options.get("tp") is not None and options["tp"] != self.tp:
-            differs("tp", options["tp"], f"tensor parallelism {self.tp}")
+            differs("target_options['tp']", options["tp"], f"tensor parallelism {self.tp}", "--tp")
         if timing is not None and timing != self.timing:
             differs("timing", timing, f"the {self.timing} step-time source")
         theirs, given = get_engine(self.engine), None if engine is None else get_engine(engine)
@@ -214,16 +217,17 @@ class Calibration:
             differs("engine", given.named_as, self.engine)
         if engine_overhead_ms is not None:
             raise ValueError(
-                f"--engine-overhead-ms replaces the time per iteration {self.name} fitted: drop one of them"
+                f"{given_as('engine_overhead_ms')} replaces the time per iteration {self.name} fitted: drop one of them"
             )
-        for key, flag in (("weight_dtype", "weight-dtype"), ("kv_dtype", "kv-dtype")):
+        for key in ("weight_dtype", "kv_dtype"):
             given = options.get(key)
             if given is None:
                 continue
             # Not given at the fit: the target's own at the options that were (its config.json's), which the fit ran at.
             fitted = self.target_options.get(key) or getattr(get_model(self.target, **self.target_options), key)
             if given != fitted:
-                differs(flag, given, f"a {fitted} {key.split('_')[0]} target")
+                as_fitted = f"a {fitted} {key.split('_')[0]} target"
+                differs(f"target_options['{key}']", given, as_fitted, "--" + key.replace("_", "-"))
         return {
             "hardware": self.profile,
             "target": self.target,
