@@ -998,11 +998,13 @@ def test_a_hidden_share_on_its_upper_bound_says_the_rounds_want_to_be_shorter_no
     stage = _Stage(params, residuals, Values(host=dataclasses.replace(SpecHost(), round_s=0.01), share=0.5))
     stage.fit()
     status, why = stage.status["overlap_share"]
-    assert status == "not identified" and "all of the round's host work hidden" in why and "--hardware" not in why
+    assert (
+        status == "not identified" and "all of the round's host work hidden" in why and "check the hardware" not in why
+    )
     params = [_Param("round_s", 0.0, 0.05, 1e-3, 0.01)]
     stage = _Stage(params, lambda v: np.array([v.host.round_s - 0.2]), Values(host=SpecHost()))
     stage.fit()
-    assert "check --hardware" in stage.status["round_s"][1]
+    assert "check the hardware, the engine, the tensor parallelism" in stage.status["round_s"][1]
 
 
 def test_a_prefill_efficiency_on_its_upper_bound_names_prompts_the_prefix_cache_served():
@@ -1015,7 +1017,7 @@ def test_a_prefill_efficiency_on_its_upper_bound_names_prompts_the_prefix_cache_
     stage = _Stage(params, lambda v: np.array([v.prefill_scale - 20.0]), Values())
     stage.fit()
     status, why = stage.status["prefill_scale"]
-    assert status == "not identified" and "upper bound" in why and "check --hardware" in why
+    assert status == "not identified" and "upper bound" in why and "check the hardware, the engine" in why
     assert "prefix cache" in why
 
 
@@ -2465,7 +2467,7 @@ def test_an_offline_batch_waits_longer_for_prompts_that_accept_differently_and_t
         said.append([n for n in notes if n.startswith("acceptance spread")])
     spec = np.array([c.setup is not None for c in runs])
     assert np.all(predicted[1][spec] < predicted[0][spec]) and np.array_equal(predicted[1][~spec], predicted[0][~spec])
-    assert "0 assumed" in said[0][0] and said[1] == ["acceptance spread across prompts: 0.1 (--acceptance-spread)"]
+    assert "0 assumed" in said[0][0] and said[1] == ["acceptance spread across prompts: 0.1 (acceptance_spread)"]
     assert main(["calibrate-engine", "--plain", str(files["vllm-plain.jsonl"]), "--acceptance-spread", "0.7"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "acceptance spread must be in [0, 0.5]" in err[0]
@@ -2493,7 +2495,7 @@ def test_the_spread_of_acceptance_is_read_from_requests_measured_one_at_a_time()
     )
     assert {c.setup.acceptance_spread for c in given if c.setup} == {0.02}
     assert [n for n in notes if n.startswith("acceptance spread")] == [
-        "acceptance spread across prompts: 0.02 (--acceptance-spread)"
+        "acceptance spread across prompts: 0.02 (acceptance_spread)"
     ]
 
 
@@ -2839,7 +2841,7 @@ def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(t
     notes = [line for line in capsys.readouterr().out.splitlines() if "Poisson rate" in line]
     assert notes == [
         "  note: runs at a Poisson rate (rate 1/s): their fitted TTFT leaves out the wait for admission where the engine "
-        "is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; they are "
+        "is full (specsim.serving.arrivals), which the answers at a rate add, and no TTFT under load is fitted; they are "
         "judged by TPOT, which it does not touch"
     ], notes
     # the same run with no TPOT recorded, judged by its end-to-end latency (mean_e2el_ms: TTFT and the TPOT's tokens)
@@ -2919,7 +2921,10 @@ def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, t
     table = next(n for n, line in enumerate(out) if line.startswith("run "))
     assert next(n for n, line in enumerate(out) if line.startswith(f"  note: {said}")) > table
     s = _json(["calibrate-engine", *argv], capsys)
-    assert s["fit_notes"] == fit.notes and s["runs"][i]["fitted_ttft_s"] is None
+    # the same notes, each naming what its caller gave: prefix_hit to Python, --prefix-hit on the command line
+    assert not any("--" in n for n in fit.notes), fit.notes
+    lines = [n.replace("unless prefix_hit gives", "unless --prefix-hit gives") for n in fit.notes]
+    assert s["fit_notes"] == lines and s["runs"][i]["fitted_ttft_s"] is None
 
 
 def test_vllm_bench_serve_files_with_fewer_prompts_than_users_or_a_paced_rate_under_a_cap_are_read_as_run(tmp_path):

@@ -607,21 +607,64 @@ def test_calibrate_engine(capsys, tmp_path):
     from specsim.calibration.engine_calibration import calibrate_engine
     from specsim.calibration.inputs import runs_from_files, served_target
 
-    runs, files, notes = runs_from_files([plain], [([spec], 3)])
-    result = calibrate_engine(
-        runs,
-        files,
-        notes,
-        hardware="h100",
-        target=served_target(None, runs),
-        engine="vllm@0.10",
-        drafter="eagle3",
-        timing="roofline",
-    )
-    assert printed == as_json(result.summary(out))
+    def library():
+        runs, files, notes = runs_from_files([plain], [([spec], 3)])
+        return calibrate_engine(
+            runs,
+            files,
+            notes,
+            hardware="h100",
+            target=served_target(None, runs),
+            engine="vllm@0.10",
+            drafter="eagle3",
+            timing="roofline",
+        )
+
+    # The summary's notes name what the caller gave (the keyword from Python: '(sweep_by file separates them)'), so it
+    # is the command's inside as_flags, as main runs it; the file is the same from either (its texts name both).
+    from specsim.core.names import as_flags
+
+    result = library()
+    with as_flags():
+        assert printed == as_json(library().summary(out))
     written, ours = yaml.safe_load(out.read_text()), as_json(result.mapping())
     assert written.pop("date") and ours.pop("date")  # the day it was written
     assert written == ours
+
+
+def test_a_calibration_files_texts_name_the_keyword_beside_each_flag():
+    """A calibration file outlives the call that wrote it and is read from Python and from the command line alike: its
+    warnings, its terms' reasons and its acceptance's source said '--memory-util for the share your engine ran with'
+    and 'check --hardware, --engine, --tp and the dtypes' to a library caller.  They name the keyword beside the flag
+    (core.names.keyword_and_flag), or the thing itself, and the file is the same whoever writes it."""
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files
+    from specsim.core.names import as_flags
+
+    bench = REPO / "examples" / "bench"
+
+    def written() -> dict:
+        runs, files, notes = runs_from_files(
+            [str(bench / "vllm-plain.jsonl")], [([str(bench / "vllm-eagle3.jsonl")], 3)]
+        )
+        fit = dict(hardware="h100", target="llama-3.1-8b", engine="vllm@0.10", drafter="eagle3", timing="roofline")
+        # an engine's share of memory that holds fewer users than the runs' 16 and 64: the KV-cache warning
+        return calibrate_engine(runs, files, notes, memory_utilization=0.24, **fit).mapping()
+
+    ours = written()
+    texts = [
+        *ours["warnings"],
+        *(t["why"] for t in ours["terms"].values() if t.get("why")),
+        ours["acceptance"]["source"],
+    ]
+    assert any("; memory_utilization / --memory-util for the share your engine ran with" in t for t in texts), texts
+    assert any("check the hardware, the engine, the tensor parallelism and the dtypes" in t for t in texts), texts
+    for text in texts:  # every flag with its keyword before it
+        assert all(re.search(rf"\w / {re.escape(flag)}", text) for flag in re.findall(r"--[a-z-]+", text)), text
+    with as_flags():
+        theirs = written()
+    assert ours.pop("date") and theirs.pop("date")  # the day it was written
+    assert ours == theirs
 
 
 # -- watching an engine ---------------------------------------------------------------------------------------------
@@ -1826,6 +1869,21 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             lambda dep: _calibrate_engine_at(tp=0),  # was dropped as falsy: the runs were fitted at TP 1
             None,  # the command's --tp takes a positive integer only
             "tp must be a positive integer, got 0",
+            None,
+        ),
+        (
+            lambda dep: _calibrate_engine_at(hardware="a30", timing="kernels"),
+            [*_CALIBRATE_ENGINE[:-2], "--hardware", "a30", "--timing", "kernels", "--out", "{tmp}/cal.yaml"],
+            "timing kernels: the kernel database has no device 'a30'",
+            "--timing kernels: the kernel database has no device 'a30'",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.engine_fit.fit_engine")(
+                _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-70b", "eagle3", engine="vllm@0.10"),
+                _lib("specsim.calibration.inputs.runs_from_files")(*_BENCH)[0],
+            ),
+            None,  # the command refuses a --target the files did not run first
+            "does not fit in h100-sxm's 86 GB: no run could have served it; check hardware and tp",
             None,
         ),
         (

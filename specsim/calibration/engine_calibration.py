@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.core.names import given_as, passed_as
+from specsim.core.names import given_as, keyword_and_flag, passed_as
 
 __all__ = [
     "EngineCalibration",
@@ -54,7 +54,8 @@ def timing_for(
         reason = source.notes[-1] if source.notes else "no kernel data"
         if asked:
             raise ValueError(
-                f"--timing {asked}: {reason.removesuffix('; using the roofline instead')}; use --timing roofline"
+                f"{given_as('timing')} {asked}: {reason.removesuffix('; using the roofline instead')}; use "
+                f"{given_as('timing')} roofline"
             )
         return "roofline", f"roofline (the default {DEFAULT_TIMING} needs kernel data: {reason.split(';')[0]})"
     timing = asked or DEFAULT_TIMING
@@ -98,7 +99,8 @@ def measured_acceptance(fit):
     (_, (alpha, label, deepest)), *others = by_sweep.items()
     if others:  # one acceptance per file: the first sweep's, the others named (a workload each)
         label += "; the file keeps this sweep's alone: " + ", ".join(
-            f"sweep {sweep} gave alpha {a:.3f} (--alpha {a:.3f} to answer for it)" for sweep, (a, _, _) in others
+            f"sweep {sweep} gave alpha {a:.3f} ({keyword_and_flag('alpha')} {a:.3f} to answer for it)"
+            for sweep, (a, _, _) in others
         )
     return Acceptance(alpha=round(alpha, 4)), label, deepest
 
@@ -492,7 +494,7 @@ def _paced_said(runs: list) -> str:
     )
     return (
         f"{head}: their fitted TTFT leaves out the wait for admission where the "
-        "engine is full (specsim.serving.arrivals), which the answers at --rate add, and no TTFT under load is fitted; "
+        "engine is full (specsim.serving.arrivals), which the answers at a rate add, and no TTFT under load is fitted; "
         + (
             f"those at {', '.join(by_e2e)}, judged by end-to-end latency, are fitted without that wait"
             if by_e2e
@@ -524,8 +526,8 @@ def prompts_past_peak_said(fit, dep) -> str | None:
         f"prefill efficiency x{term.value:.2f} fitted: the prompts ran {term.value * hw.compute_eff:.2f}x as fast as "
         f"{hw.name}'s datasheet peak computes them (at the fitted compute efficiency {hw.compute_eff:.2f}), as where "
         f"the engine served part of each prompt from its prefix cache{PREFIX_CACHE_SAID}: give that share with "
-        "--prefix-hit (or a vLLM /metrics page counting vllm:prefix_cache_hits with --metrics), or check --hardware "
-        "and the dtypes"
+        f"{keyword_and_flag('prefix_hit')} (or a vLLM /metrics page counting vllm:prefix_cache_hits with "
+        f"{keyword_and_flag('metrics')}), or check the hardware and the dtypes"
     )
 
 
@@ -612,7 +614,8 @@ def calibrate_engine(
         )
     past = past_max_num_seqs(runs, limits)  # (a --max-num-seqs the runs pass is refused where the CLI reads it)
     if past is not None:
-        notes.append(f"{past}: give --max-num-seqs as the runs were served with, if it was not this")
+        said = given_as("limits.max_num_seqs", "--max-num-seqs")
+        notes.append(f"{past}: give {said} as the runs were served with, if it was not this")
     # Users of a closed loop, or an offline batch's requests sent at once (engine_population holds both at the limit).
     at_once = [c.run.concurrency or (c.run.load_value if c.run.kind == "batch" else 0) for c in runs]
     over = {}  # the loads of each kind of run past its engine's max_num_seqs

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from specsim.calibration.model import PREFIX_CACHE_SAID, RunModel, Values, scale_upper
-from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key
+from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key, over
+from specsim.core.names import keyword_and_flag
 from specsim.core.words import counted
 from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, EnginePreset, SpecHost
 
@@ -298,13 +299,14 @@ class _Stage:
                         "; all of the round's host work hidden, and the runs would have shorter rounds still: the "
                         "host terms held at the preset, or the passes, are longer than these runs' engine's"
                         if side == "upper" and p.name == "overlap_share"
-                        else "; more than any engine or GPU gives: check --hardware, --engine, --tp and the dtypes"
+                        else "; more than any engine or GPU gives: check the hardware, the engine, the tensor "
+                        "parallelism and the dtypes"
                         + (
                             # Prompts the engine found in its prefix cache cost it no prefill; specsim charges them
                             # all unless told the share (EngineLimits.prompt_split).
                             ", and whether the engine served the prompts in part from its prefix cache"
-                            f"{PREFIX_CACHE_SAID}: specsim charges every prompt token unless --prefix-hit gives the "
-                            "share it served"
+                            f"{PREFIX_CACHE_SAID}: specsim charges every prompt token unless "
+                            f"{keyword_and_flag('prefix_hit')} gives the share it served"
                             if p.name == "prefill_scale"
                             else ""
                         )
@@ -967,7 +969,6 @@ def _fitted_engine(preset: EnginePreset, values: Values) -> EnginePreset:
 
 
 def _speedups(runs: list[CalRun], measured: np.ndarray, prediction: np.ndarray) -> list[tuple[str, float, float]]:
-    from specsim.calibration.runs import over
 
     out = []
     keys = dict.fromkeys((c.run.load, c.setup.steps, c.sweep) for c in runs if c.setup is not None)
@@ -1069,14 +1070,15 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
     if held_by_kv:
         out.append(
             f"more users than the KV cache holds in {counted(len(held_by_kv), 'run')}, each predicted at what it "
-            f"holds: {', '.join(held_by_kv)}; --memory-util for the share your engine ran with"
+            f"holds: {', '.join(held_by_kv)}; {keyword_and_flag('memory_utilization')} for the share your engine ran "
+            "with"
         )
     mine, theirs = fit.error("predicted"), fit.error("preset")
     other = _better_engine(model, preset, mine) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
     if other is not None:
         out.append(
             f"these runs fit {other[0]}'s rounds far better than {preset.key}'s ({other[1]:.1%} against {mine:.1%} "
-            f"off): check that --engine names the engine and version that served them"
+            f"off): check that {keyword_and_flag('engine')} names the engine and version that served them"
         )
     if (
         np.isfinite(mine)
@@ -1087,7 +1089,8 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
         out.append(
             f"{preset.key} as shipped is off by {theirs:.1%} on these runs where the fit is off by {mine:.1%} in "
             "sample (on the runs it was fitted to; the held-out error is the table's): check "
-            "that --engine names the engine and version that served them (and --hardware the GPU); if they do, your "
+            f"that {keyword_and_flag('engine')} names the engine and version that served them (and "
+            f"{keyword_and_flag('hardware')} the GPU); if they do, your "
             "engine's host costs (its CPU, build and checkpoint) are not the public fit's, and the calibration carries yours"
         )
     if fit.acceptance and dep.drafter is not None:
@@ -1097,7 +1100,8 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
                 out.append(
                     f"the acceptance fitted to sweep {sweep}, alpha {t.value:.3f}, is above every published "
                     f"acceptance of {dep.drafter.label} (the highest {ceiling:.3f}: {source}): the runs' times cannot "
-                    "tell the acceptance from the round's cost here; pass --metrics, or pin acceptance (specsim "
+                    f"tell the acceptance from the round's cost here; pass {keyword_and_flag('metrics')}, or pin "
+                    "acceptance (specsim "
                     "bench-plan), to measure it"
                 )
     for t in list(fit.terms.values()) + list(fit.acceptance.values()):

@@ -324,7 +324,7 @@ def runs_engine(runs: list[CalRun], given: str | None = None) -> tuple[str, str 
             hinted = sorted({c.run.server for c in runs if c.run.server_hinted and c.run.server in REGISTRY})
             several = len(servers) > 1
             return given, (
-                f"fitted as --engine {name}, as given, though the files name their backend{'s' if several else ''} "
+                f"fitted as {given_as('engine')} {name}, as given, though the files name their backend{'s' if several else ''} "
                 + ", ".join(servers)
                 + (f" ({', '.join(hinted)}: an OpenAI-compatible client, which any server answers)" if several else "")
                 + f": check that {'one' if several else 'a'} {name} server ran them{' all' if several else ''}"
@@ -334,5 +334,5 @@ def runs_engine(runs: list[CalRun], given: str | None = None) -> tuple[str, str 
     return engine, (
         f"engine {engine}, its current release: "
         + ("the files' backend" if servers else "the default")
-        + f" (give --engine {engine}@VERSION for the version that served the runs)"
+        + f" (give {given_as('engine')} {engine}@VERSION for the version that served the runs)"
     )

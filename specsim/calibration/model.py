@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.calibration.runs import with_sweep_acceptance
+from specsim.core.names import given_as
 from specsim.core.workloads import mean_context_tokens
 from specsim.engines import SpecHost
 from specsim.serving.drain import batch_drains
@@ -776,8 +777,8 @@ def _kept_up_said(runs: list) -> str:
     return (
         f"; recorded mean TTFT {', '.join(ttfts)}: where it stayed short, your engine kept up at the rate and the "
         f"model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache"
-        f"{PREFIX_CACHE_SAID}, which specsim charges in full unless --prefix-hit gives the share it served; check "
-        "--hardware, --engine, --tp and the dtypes too"
+        f"{PREFIX_CACHE_SAID}, which specsim charges in full unless {given_as('prefix_hit')} gives the share "
+        "it served; check the hardware, the engine, the tensor parallelism and the dtypes too"
     )
 
 

@@ -197,7 +197,7 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
     notes = []
     if any(c.setup is not None and c.run.kind == "batch" for c in out):
         if given is not None:
-            notes.append(f"acceptance spread across prompts: {given:g} (--acceptance-spread)")
+            notes.append(f"acceptance spread across prompts: {given:g} ({given_as('acceptance_spread')})")
         for sweep, (value, n) in recorded.items():
             notes.append(
                 f"acceptance spread across prompts of sweep {sweep}: {value:.3f}, from {n} requests measured one at a "
@@ -208,7 +208,8 @@ def with_prompt_spreads(runs: list[CalRun], given: float | None = None) -> tuple
             # named by sweep where another sweep's spread was read from its files: a bare "0 assumed" read as its denial
             which = f" of sweep{'s' if len(unread) > 1 else ''} {'; '.join(unread)}" if recorded else ""
             notes.append(
-                f"acceptance spread across prompts{which}: 0 assumed (every prompt accepts alike; --acceptance-spread): an "
+                f"acceptance spread across prompts{which}: 0 assumed (every prompt accepts alike; "
+                f"{given_as('acceptance_spread')}): an "
                 "offline batch waits for its slowest request, and prompts that accept less are slower, so with a "
                 "real spread the speculative runs take longer than this fit's model says"
             )
@@ -383,7 +384,7 @@ def group_sweeps(runs: list[CalRun], by: str = "lengths") -> tuple[list[CalRun],
                     if pooled
                     else "theirs are pinned or trees', so one acceptance is fitted for the runs without"
                 )
-                + ": if it is a plain run given as --spec, drop it"
+                + f": if it is a plain run given as {given_as('spec_groups', '--spec')}, drop it"
             )
         files = by_number({c.run.name for c in members})
         steps = sorted({c.setup.steps for c in members})
@@ -407,7 +408,7 @@ def _told_apart(members: list[CalRun], name: str) -> str:
         return "; the files name its dataset, which sets it apart from others of alike lengths"
     return (
         "; the files name no dataset (vLLM: --metadata dataset=NAME), so datasets of alike lengths are not "
-        "told apart (--sweep-by file separates them)"
+        f"told apart ({given_as('sweep_by')} file separates them)"
     )
 
 
@@ -466,7 +467,7 @@ def check_runs(dep, runs: list[CalRun]) -> None:
         raise ValueError(
             f"{target.name} ({target.weight_bytes / 1e9:.1f} GB of weights per GPU at TP {target.tp}) does not fit in "
             f"{dep.hardware.name}'s {dep.hardware.memory_bytes / 1e9:.0f} GB: no run could have served it; check "
-            "--hardware and --tp"
+            f"{given_as('hardware')} and {given_as('tp')}"
         )
     if dep.drafter is not None and not cap.both_fit:
         raise ValueError(

@@ -10,7 +10,7 @@ import contextlib
 import contextvars
 from typing import Iterator
 
-__all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "passed_as"]
+__all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "keyword_and_flag", "passed_as"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
 #: ``--random-input-len`` and ``--random-output-len`` name them, the n-gram scan's cost, which the flag gives in ns, and
@@ -59,6 +59,27 @@ def draft_option(key: str) -> str:
     '--draft-weight-dtype'
     """
     return given_as(f"draft_options['{key}']", "--draft-" + key.replace("_", "-"))
+
+
+def keyword_and_flag(keyword: str, flag: str | None = None) -> str:
+    """``keyword`` as a text that outlives the call names it: both, the library's keyword (as :func:`given_as` names it
+    to a Python caller) and the command line's flag, whatever the caller.  A calibration file's notes and warnings are
+    read later by library and command-line users alike, and calibrate_engine and ``calibrate-engine`` write the same
+    file (tests/test_library.py::test_calibrate_engine).
+
+    >>> keyword_and_flag("prefix_hit"), keyword_and_flag("memory_utilization")
+    ('prefix_hit / --prefix-hit', 'memory_utilization / --memory-util')
+    >>> with as_flags():
+    ...     keyword_and_flag("spec_groups", "--spec")
+    'spec_groups / --spec'
+    """
+    token = _AS_FLAGS.set(False)
+    try:
+        said = given_as(keyword)
+    finally:
+        _AS_FLAGS.reset(token)
+    with as_flags():
+        return f"{said} / {given_as(keyword, flag)}"
 
 
 @contextlib.contextmanager
