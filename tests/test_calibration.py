@@ -1446,6 +1446,36 @@ def test_a_calibration_refuses_each_argument_naming_another_deployment_in_one_li
         assert own.fixes(target_options={key: "bf16"})["target_options"] == {}
 
 
+@pytest.mark.parametrize(
+    ("edits", "said"),
+    [
+        (
+            {"version": "0.24.0", "tp": 4, "draft_tp": 1},
+            "vLLM 0.17-0.33 refuse a draft model at TP 1 beside a target at TP 4 ('draft_tensor_parallel_size' and "
+            "'tensor_parallel_size' must be the same: vllm/v1/spec_decode/draft_model.py): drop plan.yaml's draft_tp, "
+            "or model vllm@0.15",
+        ),
+        (
+            {"tp": 16, "draft_tp": 16},
+            "plan.yaml's tp 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)",
+        ),
+    ],
+)
+def test_a_plans_deployment_refused_names_the_plans_key_not_a_flag(tmp_path, capsys, edits, said):
+    """calibrate-engine --plan takes the deployment from plan.yaml, and a refusal of it said 'drop --draft-tp' and
+    '--tp 16 exceeds', flags calibrate-engine was not given (it has no --draft-tp, and refuses --tp beside --plan):
+    each names the plan file's key (core.names.read_from)."""
+    folder = tmp_path / "plan"
+    shutil.copytree(f"{BENCH}/plan", folder)
+    plan = yaml.safe_load((folder / "plan.yaml").read_text())
+    (folder / "plan.yaml").write_text(yaml.safe_dump(plan | edits, sort_keys=False))
+    out = tmp_path / "cal.yaml"
+    assert main(["calibrate-engine", "--plan", str(folder / "plan.yaml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(said) and " --" not in err[0], err
+    assert not out.exists()  # nothing written half-way
+
+
 def test_the_library_builds_a_calibrations_own_drafter_where_none_is_named():
     from specsim.core.defaults import DEFAULT_DRAFT
 

@@ -154,6 +154,7 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
     from specsim.cli.flags import engine_limits
     from specsim.cli.report import progress_bar
     from specsim.core.files import atomic_write_text, check_output
+    from specsim.core.names import read_from
     from specsim.describe.hardware import load_hardware
     from specsim.engines import get_engine
 
@@ -184,7 +185,12 @@ def run_calibrate_engine(args: argparse.Namespace) -> int:
         raise ValueError(f"{past}: give {flags} as the runs were served with")
     prefix_hit = _prefix_hit(args, engine, runs)
 
-    with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done:
+    # a plan's deployment was read from its file, not given by a flag: a refusal of it names the file's key
+    # (Deployment.build's draft is calibrate_engine's drafter, the plan's drafter key)
+    plan_keys = {"hardware": "hardware", "target": "target", "drafter": "drafter", "draft": "drafter", "tp": "tp"}
+    plan_keys |= {"draft_tp": "draft_tp", "engine": "engine"}
+    named = {k: f"{Path(args.plan).name}'s {key}" for k, key in plan_keys.items()} if args.plan else {}
+    with progress_bar("calibrate-engine fits", "fit", quiet=args.json) as done, read_from(named):
         result = calibrate_engine(
             runs,
             files,

@@ -10,7 +10,7 @@ import contextlib
 import contextvars
 from typing import Iterator
 
-__all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "keyword_and_flag", "passed_as"]
+__all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "keyword_and_flag", "passed_as", "read_from"]
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
 #: ``--random-input-len`` and ``--random-output-len`` name them, the n-gram scan's cost, which the flag gives in ns, and
@@ -24,13 +24,15 @@ FLAGS = {
 
 _AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)
 _PASSED_AS = contextvars.ContextVar("specsim_passed_as", default={})
+_READ_FROM = contextvars.ContextVar("specsim_read_from", default={})
 
 
 def given_as(keyword: str, flag: str | None = None) -> str:
     """``keyword``, a library function's keyword argument, as its caller gave it: itself, or inside :func:`as_flags`
     the command line's flag for it: ``flag`` where the one command that reaches the function names it otherwise
     (``save_watch``'s ``path`` is ``watch --plot``), else :data:`FLAGS`' or the keyword with dashes; inside
-    :func:`passed_as`, outside :func:`as_flags`, the keyword the caller passed it as.
+    :func:`passed_as`, outside :func:`as_flags`, the keyword the caller passed it as; inside :func:`read_from`, the
+    file's key it was read from, flags or not.
 
     >>> given_as("max_context")
     'max_context'
@@ -41,8 +43,11 @@ def given_as(keyword: str, flag: str | None = None) -> str:
     ...     given_as("path", "--plot")
     '--plot'
     """
+    passed, read = _PASSED_AS.get().get(keyword, keyword), _READ_FROM.get()
+    if passed in read:
+        return read[passed]
     if not _AS_FLAGS.get():
-        return _PASSED_AS.get().get(keyword, keyword)
+        return passed
     if flag is not None:
         return flag
     return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
@@ -101,6 +106,28 @@ def passed_as(names: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         _PASSED_AS.reset(token)
+
+
+@contextlib.contextmanager
+def read_from(names: dict[str, str]) -> Iterator[None]:
+    """Within it, :func:`given_as` names each keyword of ``names`` as where its value was read, a file's key
+    (``"plan.yaml's draft_tp"``), on the command line too: a value a command read from a file was given by no flag
+    (``calibrate-engine --plan`` passes the plan's ``tp`` and ``draft_tp`` on as ``calibrate_engine``'s, and a refusal
+    of them said ``drop --draft-tp``, a flag calibrate-engine does not have).  A keyword passed on under another name
+    (:func:`passed_as`) is looked up by the name its caller gave.
+
+    >>> with as_flags(), read_from({"draft_tp": "plan.yaml's draft_tp"}):
+    ...     given_as("draft_tp"), given_as("max_context")
+    ("plan.yaml's draft_tp", '--max-context')
+    >>> with read_from({"draft_tp": "plan.yaml's draft_tp"}), passed_as({"draft_options['tp']": "draft_tp"}):
+    ...     draft_option("tp")
+    "plan.yaml's draft_tp"
+    """
+    token = _READ_FROM.set(_READ_FROM.get() | names)
+    try:
+        yield
+    finally:
+        _READ_FROM.reset(token)
 
 
 @contextlib.contextmanager
