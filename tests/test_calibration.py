@@ -1361,9 +1361,7 @@ def test_a_calibrations_acceptance_applies_to_its_drafter_however_it_is_named():
         assert resolve_acceptance(calibration=cal, draft=draft) == (measured, "measured"), draft
     for draft in ("llama-3.2-3b", "eagle3"):  # another drafter keeps its own default, and says why
         acc, label = resolve_acceptance(calibration=cal, draft=draft)
-        assert (
-            acc is not measured and f"acceptance is of meta-llama/Llama-3.2-1B-Instruct, not --draft {draft}" in label
-        )
+        assert acc is not measured and f"acceptance is of meta-llama/Llama-3.2-1B-Instruct, not draft {draft}" in label
     eagle = _calibration(acceptance=measured, acceptance_label="measured")
     assert resolve_acceptance(calibration=eagle, draft="eagle3") == (measured, "measured")
     assert resolve_acceptance(calibration=eagle, draft="llama-3.2-1b")[0] is not measured
@@ -2393,6 +2391,11 @@ def test_a_calibration_keeps_the_releases_its_preset_covered_and_a_moved_preset_
     assert main(["optimal-gamma", "--calibration", str(moved), "--batch", "1"]) == 2
     err = capsys.readouterr().err
     assert "moved.yaml: its terms were fitted on vllm@0.14 when that preset covered releases 0.14.0-0.20.99" in err
+    assert err.rstrip().endswith("calibrate again, naming the release that served the runs (--engine NAME@VERSION)")
+    from specsim.calibration.file import read_calibration
+
+    with pytest.raises(ValueError, match=r"naming the release that served the runs \(engine NAME@VERSION\)$"):
+        read_calibration(moved)  # from Python: calibrate_engine's keyword, not the command's flag
     # A release number vouches for its preset through engine_preset: with that key deleted, vllm@0.30.0 (of another
     # preset than the runs' 0.14.0-0.27.99) was read as if it were theirs.
     unnamed = {k: v for k, v in record.items() if k != "engine_preset"} | {

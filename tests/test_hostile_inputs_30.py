@@ -121,7 +121,7 @@ CASES = [
         "names both the file 'meta-llama/Llama-3.1-8B-Instruct/config.json' and the built-in shape llama-3.1-8b",
     ),
     # fixed on main before issue 30 was taken: verified here
-    ("optimal-gamma --engine vllm@", "--engine 'vllm@' names no version after '@'"),
+    ("optimal-gamma --engine vllm@", "argument --engine: engine 'vllm@' names no version after '@'"),
     ("optimal-gamma --engine vllm@\u0660.\u0661\u0664", "no vllm preset for version '\u0660.\u0661\u0664'"),
     ("optimal-gamma --engine vllm@\uff10.\uff11\uff14", "no vllm preset for version '\uff10.\uff11\uff14'"),
     (

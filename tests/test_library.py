@@ -1887,6 +1887,49 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             None,
         ),
         (
+            lambda dep: _lib("specsim.engines.get_engine")("vllm@"),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--engine", "vllm@"],
+            "engine 'vllm@' names no version after '@'",
+            "argument --engine: engine 'vllm@' names no version after '@'",
+        ),
+        (
+            lambda dep: _lib("specsim.engines.metric_names")("none"),
+            None,
+            "engine none serves no metrics",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.answers.serve.sim_load")(dep, trace="x.csv", runs=3),
+            None,  # serve-sim --trace FILE --runs 3: tests/test_hostile_inputs_30.py
+            "runs 3 with trace: a trace is one fixed set of requests and is replayed once",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.watch.windows.check_gamma")(
+                2,
+                _lib("specsim.watch.windows.Reading")(0.0, "m", {}, {}, 3.0),
+                _lib("specsim.engines.metric_names")("vllm@0.26.0")[0],
+            ),
+            None,  # watch's --gamma: tests/test_watch.py
+            "gamma 2 but the engine's metrics say 3 draft tokens",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.harness.timing.measure_sweep")(
+                dep.target, [1], [1], [64], compile=True, warmup=0
+            ),
+            None,  # measure --compile --warmup 0: tests/test_hostile_inputs_30.py
+            "compile needs warmup of at least 1",
+            None,
+        ),
+        (
+            lambda dep: _lib("specsim.answers.load.request_lengths")(2000, workload="chat"),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--concurrency", "8", "--input-len", "2000"]
+            + ["--workload", "chat"],
+            "input_tokens and output_tokens give every request the same lengths; workload a distribution: drop one",
+            "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one",
+        ),
+        (
             lambda dep: _calibrate_engine_at(tp=16),
             [*_CALIBRATE_ENGINE, "--tp", "16", "--out", "{tmp}/cal.yaml"],
             "tp 16 exceeds the 8 devices of one h100-sxm node",

@@ -270,7 +270,7 @@ def test_boundary_pages_are_valid():
         ),
         (
             _page(100, 200, 100) + _page(5, 10, 5, model="other"),
-            r"^metrics: counters of several models \(m, other\); choose one with --model-name \(specsim alpha\) or --metrics-model \(the model commands\)$",
+            r"^metrics: counters of several models \(m, other\); choose one with model_name$",
         ),
         (
             'vllm:spec_decode_num_drafts_total{model_name="m"} 100\n',

@@ -74,7 +74,7 @@ def request_lengths(
     lengths; either one unset takes ``defaults``, (prompt, output, where from), else the reference article's, said so),
     or with neither given, a serving workload's distributions (:data:`specsim.core.workloads.WORKLOADS`, 20,000
     requests drawn with seed 0), where ``workload`` names one; a length and a workload together are refused
-    (:data:`~specsim.core.workloads.LENGTHS_OR_WORKLOAD`, as serve-sim refuses them).
+    (:func:`~specsim.core.workloads.lengths_or_workload`, as serve-sim refuses them).
 
     >>> print(request_lengths(2000).description)
     every request 2000 in, 256 out [output_tokens 256 (default: the article's completion)]
@@ -85,9 +85,9 @@ def request_lengths(
     P = None if P is None else check_int("input_tokens", P, 1, MAX_CONTEXT)
     O = None if O is None else check_int("output_tokens", O, 1, MAX_CONTEXT)
     if workload is not None and (P is not None or O is not None):
-        from specsim.core.workloads import LENGTHS_OR_WORKLOAD
+        from specsim.core.workloads import lengths_or_workload
 
-        raise ValueError(LENGTHS_OR_WORKLOAD)
+        raise ValueError(lengths_or_workload())
     if P is None and O is None and workload is not None:
         from specsim.core.workloads import get_workload
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.core.words import counted
 from specsim.serving.runs import deepest_gamma
 from specsim.serving.simulator import DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
@@ -202,8 +203,8 @@ def sim_load(
         raise ValueError(f"lengths must be (prompt tokens, output tokens), got {lengths!r:.40}")
     if trace is not None and runs not in (None, 1):
         raise ValueError(
-            f"--runs {runs} with --trace: a trace is one fixed set of requests and is replayed once "
-            "(new runs draw new arrivals, which a trace does not have); drop --runs"
+            f"{given_as('runs')} {runs} with {given_as('trace')}: a trace is one fixed set of requests and is replayed "
+            f"once (new runs draw new arrivals, which a trace does not have); drop {given_as('runs')}"
         )
     count = (1 if trace is not None else DEFAULT_RUNS) if runs is None else runs
     seeds = list(range(seed, seed + count))
@@ -222,7 +223,8 @@ def sim_load(
         )
         if len(requests) * len(seeds) > MAX_SIMULATED_REQUESTS:
             raise ValueError(
-                f"--runs {len(seeds)} of {len(requests):,} requests simulate {len(requests) * len(seeds):,}; at most "
+                f"{given_as('runs')} {len(seeds)} of {len(requests):,} requests simulate "
+                f"{len(requests) * len(seeds):,}; at most "
                 f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests"
             )
         request_sets.append(requests)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from specsim.core.names import given_as
+
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
 SCHEMA = 1
@@ -186,7 +188,6 @@ class Calibration:
         arguments; a given one that names another deployment (hardware, target, tensor parallelism, step-time source,
         engine, dtypes) is refused, for a fit of one deployment says nothing of another, and so is a time per iteration
         that would replace the fitted one."""
-        from specsim.core.names import given_as
         from specsim.describe.models import get_model
         from specsim.engines import get_engine
 
@@ -254,7 +255,7 @@ class Calibration:
             return False
 
     def acceptance_for(self, draft: str | None) -> tuple:
-        """(the acceptance its runs measured, "") where ``--draft`` (None: not given) names its drafter
+        """(the acceptance its runs measured, "") where ``draft`` (``--draft``; None: not given) names its drafter
         (:meth:`drafts_with`), else (None, why not, in words): the one check, and its words, of every command that
         takes a calibration's acceptance (the answers' :func:`specsim.answers.acceptance.resolve_acceptance`, replay).
 
@@ -264,7 +265,7 @@ class Calibration:
         >>> cal.acceptance_for(None), cal.acceptance_for("eagle3")
         ((0.7, ''), (0.7, ''))
         >>> cal.acceptance_for("ngram")
-        (None, "cal.yaml's acceptance is of eagle3, not --draft ngram")
+        (None, "cal.yaml's acceptance is of eagle3, not draft ngram")
         """
         if self.acceptance is not None and self.drafts_with(draft):
             return self.acceptance, ""
@@ -273,7 +274,7 @@ class Calibration:
             if self.drafter is None
             else f"{self.name} measured no acceptance on real prompts (its runs were pinned)"
             if self.acceptance is None
-            else f"{self.name}'s acceptance is of {self.drafter}, not --draft {draft}"
+            else f"{self.name}'s acceptance is of {self.drafter}, not {given_as('draft')} {draft}"
         )
 
     @property
@@ -510,7 +511,7 @@ def _check_identity(where: str, data: dict) -> None:
         raise ValueError(
             f"{where}: its terms were fitted on {fitted or preset.key} when that preset covered releases {covered}; "
             f"this specsim's covers {preset_releases(preset)}: calibrate again, naming the release that served the "
-            "runs (--engine NAME@VERSION)"
+            f"runs ({given_as('engine')} NAME@VERSION)"
         )
     draft_tp = data.get("draft_tp")
     if draft_tp is not None and (isinstance(draft_tp, bool) or not isinstance(draft_tp, int) or draft_tp < 1):

@@ -45,21 +45,58 @@ from specsim.core.defaults import ACCEPTANCE_WORKLOADS, DEFAULT_WORKLOAD
 
 __all__ = [
     "DEFAULT_WORKLOAD",
-    "LENGTHS_OR_WORKLOAD",
     "WORKLOADS",
     "WORKLOAD_ALIASES",
     "Workload",
     "acceptance_of",
     "acceptance_question",
     "get_workload",
+    "lengths_or_workload",
+    "trace_alone",
     "mean_context_tokens",
 ]
 
-#: Why fixed lengths and a workload are not taken together, by every command that takes requests' lengths: the
-#: answers at a load, serve-sim and serve-sweep (one line, so that each refuses the pair alike).
-LENGTHS_OR_WORKLOAD = (
-    "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one"
-)
+
+def lengths_or_workload(lengths: str | None = None) -> str:
+    """Why fixed lengths and a workload are not taken together, by every function that takes requests' lengths: the
+    answers at a load, serve-sim and serve-sweep (one line, so that each refuses the pair alike), naming what the
+    caller gave (:func:`specsim.core.names.given_as`): ``lengths``, the keyword that gave both lengths
+    (:func:`specsim.serving.simulator.requests_for`'s), else ``input_tokens`` and ``output_tokens``.
+
+    >>> lengths_or_workload("lengths")
+    'lengths give every request the same lengths; workload a distribution: drop one'
+    >>> from specsim.core.names import as_flags
+    >>> with as_flags():
+    ...     lengths_or_workload("lengths") == lengths_or_workload()
+    True
+    """
+    from specsim.core.names import given_as
+
+    named = (
+        given_as(lengths, "--input-len and --output-len")
+        if lengths
+        else f"{given_as('input_tokens')} and {given_as('output_tokens')}"
+    )
+    return f"{named} give every request the same lengths; {given_as('workload')} a distribution: drop one"
+
+
+def trace_alone() -> str:
+    """Why a trace takes no request count, workload or lengths beside it (:func:`specsim.serving.simulator.requests_for`),
+    naming what the caller gave (:func:`specsim.core.names.given_as`).
+
+    >>> trace_alone()
+    'trace gives the requests and their lengths: drop n, workload, lengths'
+    >>> from specsim.core.names import as_flags
+    >>> with as_flags():
+    ...     trace_alone()
+    '--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len'
+    """
+    from specsim.core.names import given_as
+
+    return (
+        f"{given_as('trace')} gives the requests and their lengths: drop {given_as('n', '--requests')}, "
+        f"{given_as('workload')}, {given_as('lengths', '--input-len and --output-len')}"
+    )
 
 
 def mean_context_tokens(prompt_tokens: object, output_tokens: object) -> np.ndarray:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from specsim.core.names import draft_option
+from specsim.core.names import draft_option, given_as
 from specsim.engines import sglang, trtllm, vllm
 from specsim.engines.base import (
     HOST_STEP_UPPER_S,
@@ -123,7 +123,7 @@ def _resolve(spec: str, text: str) -> EnginePreset:
         raise ValueError("engine 'none' has no versions")
     if at and not version:
         raise ValueError(
-            f"--engine {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS[name]}) "
+            f"{given_as('engine')} {spec!r} names no version after '@': give one ({name}@{DEFAULT_VERSIONS[name]}) "
             "or the bare name for the current release"
         )
     if not version:
@@ -264,7 +264,8 @@ def metric_names(spec: str | EnginePreset) -> tuple[MetricNames, tuple[int, int,
     named = named_release(spec)
     if named is None:
         raise ValueError(
-            "--engine none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, with @version)"
+            f"{given_as('engine')} none serves no metrics: name the engine the server runs (vllm, sglang or trtllm, "
+            "with @version)"
         )
     name, release, shown = named
     tables = REGISTRY[name].metric_names

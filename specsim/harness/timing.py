@@ -247,8 +247,8 @@ def measure_sweep(
     """
     if compile and warmup < 1:  # the first pass of a compiled model compiles it: timed, it would be minutes, not a step
         raise ValueError(
-            "--compile needs --warmup of at least 1: the first pass of each shape compiles the model, and "
-            "that pass must not be timed"
+            f"{given_as('compile')} needs {given_as('warmup')} of at least 1: the first pass of each shape compiles "
+            "the model, and that pass must not be timed"
         )
     dev = check_device_and_memory([shape], device, dtype)
     say = progress or (lambda message: print(message, file=sys.stderr, flush=True))

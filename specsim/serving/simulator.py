@@ -44,7 +44,7 @@ import numpy as np
 
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_GAMMA, check_int, is_real
-from specsim.core.workloads import LENGTHS_OR_WORKLOAD, mean_context_tokens
+from specsim.core.workloads import lengths_or_workload, mean_context_tokens, trace_alone
 from specsim.serving.capacity import capacity, fitting_tp_for, no_room_said, sequence_kv_bytes
 from specsim.serving.kv_blocks import KvBlocks
 from specsim.serving.runs import CONFIDENCE, DEFAULT_RUNS, deepest_gamma, past_capacity, summarize_runs
@@ -907,11 +907,9 @@ def requests_for(
     if sum(x is not None for x in (rate, concurrency, trace)) != 1:
         raise ValueError("give exactly one of a rate, a concurrency or a trace")
     if trace is not None and (n is not None or workload is not None or lengths is not None):
-        raise ValueError(
-            "--trace gives the requests and their lengths: drop --requests, --workload, --input-len and --output-len"
-        )
+        raise ValueError(trace_alone())
     if lengths is not None and workload is not None:
-        raise ValueError(LENGTHS_OR_WORKLOAD)
+        raise ValueError(lengths_or_workload("lengths"))
     rng = np.random.default_rng(0) if rng is None else rng
     spec = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     n = DEFAULT_REQUESTS if n is None else n
@@ -1067,7 +1065,7 @@ def serve_sweep(
     from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
 
     if lengths is not None and workload is not None:
-        raise ValueError(LENGTHS_OR_WORKLOAD)
+        raise ValueError(lengths_or_workload("lengths"))
     workload = get_workload(DEFAULT_WORKLOAD if workload is None else workload)
     if acceptance is None:
         from specsim.core.workloads import acceptance_question

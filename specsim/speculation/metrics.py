@@ -320,7 +320,7 @@ def acceptance_from_prometheus(text: str, source: str = "metrics", model_name: s
     if model_name is None and len(models) > 1:
         raise ValueError(
             f"{source}: counters of several models ({', '.join(sorted(models))}); choose one with "
-            "--model-name (specsim alpha) or --metrics-model (the model commands)"
+            + given_as("model_name", "--model-name (specsim alpha) or --metrics-model (the model commands)")
         )
     if model_name is not None and model_name not in models:
         raise ValueError(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.speculation.metrics import check_count
 
 __all__ = [
@@ -398,7 +399,7 @@ def check_gamma(gamma: int | None, reading: Reading, names) -> None:
     """Refuse a ``--gamma`` other than the draft length the page says (its per-position series, or a gauge of it)."""
     if gamma is not None and reading.gamma is not None and int(round(reading.gamma)) != gamma:
         raise ValueError(
-            f"--gamma {gamma} but the engine's metrics say {int(round(reading.gamma))} draft tokens "
+            f"{given_as('gamma')} {gamma} but the engine's metrics say {int(round(reading.gamma))} draft tokens "
             f"({names.accepted_per_position or names.gamma_gauge or names.gamma_info[0]})"
         )
 
