@@ -1930,6 +1930,29 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             "--input-len and --output-len give every request the same lengths; --workload a distribution: drop one",
         ),
         (
+            lambda dep: _lib("specsim.gamma_answer")(
+                _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-70b", "llama-3.2-1b", timing="roofline"),
+                0.8,
+                "alpha 0.8",
+                [1],
+                1128,
+            ),
+            ["optimal-gamma", *BASE[:2], "--target", "llama-3.1-70b", *BASE[4:], "--alpha", "0.8", "--batch", "1"],
+            "does not fit on one h100-sxm (81.6 GB usable per GPU): target_options['tp'] 2 fits",
+            "does not fit on one h100-sxm (81.6 GB usable per GPU): --tp 2 fits",
+        ),
+        (
+            lambda dep: _lib("specsim.load_answer")(
+                dep, 0.8, "alpha 0.8", "concurrency", [1, 4], 1000, 256, gamma=3, memory_utilization=0.227
+            ),
+            ["speedup", *BASE, "--alpha", "0.8", "--gamma", "3", "--concurrency", "1,4", "--memory-util", "0.227"]
+            + ["--input-len", "1000", "--output-len", "256"],
+            "give target_options['tp'] 2, the smallest that holds llama-3.1-8b and its draft with one request here (or "
+            "a smaller target_options['weight_dtype'], or memory_utilization)",
+            "give --tp 2, the smallest that holds llama-3.1-8b and its draft with one request here (or a smaller "
+            "--weight-dtype, or --memory-util)",
+        ),
+        (
             lambda dep: _calibrate_engine_at(tp=16),
             [*_CALIBRATE_ENGINE, "--tp", "16", "--out", "{tmp}/cal.yaml"],
             "tp 16 exceeds the 8 devices of one h100-sxm node",

@@ -1057,13 +1057,13 @@ def test_serve_compare_refuses_a_draft_that_leaves_no_memory_for_the_kv_cache():
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.28)
     said = str(err.value)
     assert said.startswith(
-        "give --tp 2, the smallest that holds llama-3.1-8b and its draft with one request here (or a smaller "
-        "--weight-dtype, or --memory-util): "
+        "give target_options['tp'] 2, the smallest that holds llama-3.1-8b and its draft with one request here (or a "
+        "smaller target_options['weight_dtype'], or memory_utilization): "  # the keywords: this is the library
         f"llama-3.1-8b with llama-3.2-3b does not fit on h100-sxm: the weights take {(dep.draft.weight_bytes - gb) / 1e9:.2f} "
         "GB per GPU more than the engine's share of memory leaves them; the engine's share of memory: 0.28 as given, less "
         "2.29 GB for its start-up ("
     )
-    assert "\n" not in said and "give a larger --tp" not in said  # the fix leads, said once
+    assert "\n" not in said and "give a larger" not in said  # the fix leads, said once
     assert f"{(dep.draft.weight_bytes - gb) / 1e9:.2f}" == "0.83"
     with pytest.raises(ValueError) as err:
         serve_compare(dep, _alone(100, 10), 0.8, 2, memory_utilization=0.1)

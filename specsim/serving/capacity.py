@@ -318,6 +318,9 @@ def no_room_said(
             f"request of {context:,.0f} tokens needs ({need / 1e9:.2f} GB)"
         )
     held = f"{dep.target.name}{' and its draft' if dep.drafter is not None else ''} with one request"
+    # as its caller gave them: target_options['tp'] to Python, --tp on the command line (core.names)
+    tp, dtype = given_as("target_options['tp']", "--tp"), given_as("target_options['weight_dtype']", "--weight-dtype")
+    share = given_as("memory_utilization")
     if fits_at is not None and fits_at > dep.target.tp:
         users, tp_all = fits_all if fits_all is not None and fits_all[0] > 1 else (1, fits_at)
         more = (
@@ -325,19 +328,19 @@ def no_room_said(
             if tp_all == fits_at
             else f"no tensor-parallel size in a node holds all {users:,} at once; "
             if tp_all is None
-            else f"--tp {tp_all} holds all {users:,} at once; "
+            else f"{tp} {tp_all} holds all {users:,} at once; "
         )
         return (
-            f"give --tp {fits_at}, the smallest that holds {held} here ({more}or a smaller --weight-dtype, or "
-            f"--memory-util): "
+            f"give {tp} {fits_at}, the smallest that holds {held} here ({more}or a smaller {dtype}, or "
+            f"{share}): "
             f"{said}; the engine's share of memory: {basis}"
         )
     if fits_at is None:  # no size of a node holds it: the dtype, the share or the device must change
         return (
             f"no tensor-parallel size in a node ({dep.hardware.max_devices} GPUs) holds {held} here: give a smaller "
-            f"--weight-dtype or --memory-util, or a device with more memory: {said}; the engine's share of memory: {basis}"
+            f"{dtype} or {share}, or a device with more memory: {said}; the engine's share of memory: {basis}"
         )
-    return f"{said}; the engine's share of memory: {basis}; give a smaller --weight-dtype, or --memory-util"
+    return f"{said}; the engine's share of memory: {basis}; give a smaller {dtype}, or {share}"
 
 
 def no_room_at(
@@ -537,11 +540,12 @@ def require_target_fits(dep: Deployment, cap: Capacity) -> None:
     n = fitting_tp_for(dep, cap)
     where = f"{dep.hardware.name} x {dep.target.tp}" if dep.target.tp > 1 else f"one {dep.hardware.name}"
     smaller = [d for d in ("fp8", "int4") if BYTES_PER_ELEMENT[d] < BYTES_PER_ELEMENT[dep.target.weight_dtype]]
+    tp, dtype = given_as("target_options['tp']", "--tp"), given_as("target_options['weight_dtype']", "--weight-dtype")
     fix = (
-        f"--tp {n} fits"
+        f"{tp} {n} fits"
         if n is not None
         else f"no tensor-parallel size within one node ({dep.hardware.max_devices} GPUs) fits; "
-        + (f"try --weight-dtype {' or '.join(smaller)}, or " if smaller else "")
+        + (f"try {dtype} {' or '.join(smaller)}, or " if smaller else "")
         + "a device with more memory"
     )
     raise ValueError(
