@@ -134,7 +134,7 @@ def test_wider_trees_accept_more_and_the_kept_nodes_form_a_tree():
     [
         ("topk:2,depth:2,tokens:9", "holds at most 7 tokens"),
         ("topk:0,depth:2,tokens:3", "topk must be a positive integer"),
-        ("binary", "--tree takes chain or topk:K,depth:D,tokens:N"),
+        ("binary", "^tree takes chain or topk:K,depth:D,tokens:N"),  # the keyword: --tree on the command line
         ("topk:2,depth:2,tokens:1", "at least 2 tokens"),
     ],
 )
@@ -389,7 +389,12 @@ def test_acceptance_bounds(kwargs, ok):
 
 def test_acceptance_describes_itself():
     assert Acceptance(alpha=0.75, source="x").describe() == "alpha 0.75 (x)"
-    assert parse_acceptance("0.9,0.72").describe() == "per-position acceptance 0.9, 0.72 (--acceptance)"
+    # the acceptance given, as its caller gave it: the keyword from Python, the flag on the command line
+    from specsim.core.names import as_flags
+
+    assert parse_acceptance("0.9,0.72").describe() == "per-position acceptance 0.9, 0.72 (acceptance)"
+    with as_flags():
+        assert parse_acceptance("0.9,0.72").describe() == "per-position acceptance 0.9, 0.72 (--acceptance)"
 
 
 def _reference_tree(a, sibling, topk, depth, tokens):

@@ -601,7 +601,7 @@ def parse_acceptance(text: str) -> Acceptance:
         ) from None
     if not values:
         raise ValueError(f"{given_as('acceptance')} needs at least one rate")
-    return Acceptance(cumulative=values, source="--acceptance")
+    return Acceptance(cumulative=values, source=given_as("acceptance"))
 
 
 # -- trees --------------------------------------------------------------------
@@ -651,7 +651,9 @@ def parse_tree(text: str) -> TreeSpec | None:
         return None
     m = _TREE.match(text.replace(" ", ""))
     if not m:
-        raise ValueError(f"--tree takes chain or topk:K,depth:D,tokens:N (e.g. topk:4,depth:5,tokens:16), got {text!r}")
+        raise ValueError(
+            f"{given_as('tree')} takes chain or topk:K,depth:D,tokens:N (e.g. topk:4,depth:5,tokens:16), got {text!r}"
+        )
     return TreeSpec(*(int(g) for g in m.groups()))
 
 
