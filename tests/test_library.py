@@ -1953,6 +1953,19 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             "--weight-dtype, or --memory-util)",
         ),
         (
+            lambda dep: _lib("specsim.calibration.inputs.runs_from_plan")("no-such/plan.yaml"),
+            ["calibrate-engine", "--plan", "no-such/plan.yaml"],
+            "plan_path no-such/plan.yaml: does not exist or is not a file",
+            "--plan no-such/plan.yaml: does not exist or is not a file",
+        ),
+        (
+            lambda dep: _lib("specsim.calibration.plan.check_prompts")("README.md"),
+            ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--no-pin", "--prompts", "README.md"]
+            + ["--out", "{tmp}/p"],
+            "prompts README.md line 1: not a JSON object",
+            "--prompts README.md line 1: not a JSON object",
+        ),
+        (
             lambda dep: _calibrate_engine_at(tp=16),
             [*_CALIBRATE_ENGINE, "--tp", "16", "--out", "{tmp}/cal.yaml"],
             "tp 16 exceeds the 8 devices of one h100-sxm node",

@@ -643,7 +643,10 @@ def read_plan(path: str) -> dict:
     from specsim.core.limits import load_yaml
 
     if not Path(path).is_file():
-        raise ValueError(f"--plan {path}: does not exist or is not a file (bench-plan writes plan.yaml in its folder)")
+        raise ValueError(
+            f"{given_as('plan_path', '--plan')} {path}: does not exist or is not a file (bench-plan writes plan.yaml in "
+            "its folder)"
+        )
     data = load_yaml(path, "benchmark plan")
     where = Path(path).name
     if isinstance(data, dict) and "specsim_bench_plan" in data and data["specsim_bench_plan"] != PLAN_SCHEMA:
@@ -720,10 +723,10 @@ def check_prompts(path) -> int:
 
     name = Path(path).name
     count = 0
-    for number, line in enumerate(read_text(path, "--prompts").splitlines(), 1):
+    for number, line in enumerate(read_text(path, given_as("prompts")).splitlines(), 1):
         if not line.strip():
             continue
-        where = f"--prompts {name} line {number}"
+        where = f"{given_as('prompts')} {name} line {number}"
         try:
             record = loads_json(line, where, object_pairs_hook=unique_keys(where))
         except DuplicateKey:  # its own line names the key
@@ -734,5 +737,5 @@ def check_prompts(path) -> int:
             raise ValueError(f'{where}: no "prompt" text; each line is one {{"prompt": "..."}}')
         count += 1
     if not count:
-        raise ValueError(f'--prompts {name} holds no prompt: JSONL, one {{"prompt": "..."}} a line')
+        raise ValueError(f'{given_as("prompts")} {name} holds no prompt: JSONL, one {{"prompt": "..."}} a line')
     return count
