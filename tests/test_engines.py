@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from specsim.calibration.fidelity import evaluate, load_public_tpot
+from specsim.core.names import as_flags
 from specsim.engines import ENGINES, EnginePreset, SpecHost, engine_record, get_engine, source_and_engine
 
 
@@ -158,8 +159,13 @@ def test_overrides_replace_only_the_terms_given_and_refuse_bad_ones():
     )
     token = base.with_spec(seq_step_us=7.0)
     assert token.spec == dataclasses.replace(base.spec, seq_step_s=7e-6) and token.kernel_spec.seq_step_s == 7e-6
-    assert token.spec_basis.endswith("; --engine-seq-step-us set by the user")
-    assert "--engine-round-ms, --engine-seq-us set by the user" in out.spec_basis
+    # the keywords to Python (with_spec's), the flags on the command line (core.names)
+    assert token.spec_basis.endswith("; seq_step_us set by the user")
+    assert "round_ms, seq_us set by the user" in out.spec_basis
+    with as_flags():
+        assert base.with_spec(round_ms=1.5, seq_us=20.0).spec_basis.endswith(
+            "; --engine-round-ms, --engine-seq-us set by the user"
+        )
     assert base.with_spec() is base
     assert base.with_spec(overlap=True).overlaps("draft_model") and not base.with_spec(overlap=False).overlaps("eagle3")
     for bad in (-1.0, float("inf"), float("nan"), 2e3):
@@ -274,19 +280,22 @@ def test_gpu_time_sources_take_the_kernel_terms_others_keep_theirs():
 def test_overrides_say_what_they_set():
     base = get_engine("vllm@0.10")
     it = base.with_iteration_ms(1.5)
-    assert (it.iteration_s, it.kernel_iteration_s, it.basis) == (1.5e-3, 1.5e-3, "set by --engine-overhead-ms")
+    assert (it.iteration_s, it.kernel_iteration_s, it.basis) == (1.5e-3, 1.5e-3, "set by engine_overhead_ms")
     step = base.with_spec(step_ms=0.25)
     assert (
         step.spec == SpecHost(base.spec.round_s, 0.25e-3, base.spec.seq_s, base.spec.seq_step_s)
         and step.kernel_spec.step_s == 0.25e-3
     )
-    assert step.spec_basis == base.spec_basis + "; --engine-step-ms set by the user"
+    assert step.spec_basis == base.spec_basis + "; step_ms set by the user"
     three = base.with_spec(1.0, 2.0, 3.0)
-    assert three.spec_basis.endswith("; --engine-round-ms, --engine-step-ms, --engine-seq-us set by the user")
+    assert three.spec_basis.endswith("; round_ms, step_ms, seq_us set by the user")
     only = base.with_spec(overlap=True)
-    assert only.spec_basis == base.spec_basis and only.release == base.release + "; overlap on by --engine-overlap"
+    assert only.spec_basis == base.spec_basis and only.release == base.release + "; overlap on by overlap"
     assert all(only.overlaps(k) for k in ("draft_model", "eagle", "eagle3", "mtp")) and not only.overlaps("ngram")
-    assert base.with_spec(overlap=False).release == base.release + "; overlap off by --engine-overlap"
+    assert base.with_spec(overlap=False).release == base.release + "; overlap off by overlap"
+    with as_flags():
+        assert base.with_spec(overlap=False).release == base.release + "; overlap off by --engine-overlap"
+        assert base.with_iteration_ms(1.5).basis == "set by --engine-overhead-ms"
     # Turning overlap on for SGLang's chains-only version overlaps trees too: the user said so.
     tree = get_engine("sglang@latest").with_spec(overlap=True)
     assert tree.overlaps("eagle3", 4) and not tree.overlap_chains_only

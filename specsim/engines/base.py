@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.describe.parallel import collective_count
 
 __all__ = [
@@ -458,7 +459,7 @@ class EnginePreset:
         s = ms / 1e3
         seq = {} if seq_us is None else {"iteration_seq_s": seq_us / 1e6}
         return dataclasses.replace(
-            self, iteration_s=s, kernel_iteration_s=s, basis="set by --engine-overhead-ms", **seq
+            self, iteration_s=s, kernel_iteration_s=s, basis=f"set by {given_as('engine_overhead_ms')}", **seq
         )
 
     def unjudged(self, why: str) -> "EnginePreset":
@@ -521,7 +522,12 @@ class EnginePreset:
             _check_term(repr(self.name), key, value)
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
-        named = ", ".join(TERM_FLAGS[k][0] for k in changes)
+        # as its caller gave each: the keyword (round_ms) to Python, the flag (--engine-round-ms) on the command line
+        said_as = {
+            k: given_as(TERM_FLAGS[k][0].removeprefix("--engine-").replace("-", "_"), TERM_FLAGS[k][0]) for k in TERMS
+        }
+        overlap_named = given_as("overlap", "--engine-overlap")
+        named = ", ".join(said_as[k] for k in changes)
         out = dataclasses.replace(
             self,
             spec=spec,
@@ -529,7 +535,7 @@ class EnginePreset:
             spec_basis=self.spec_basis + (f"; {named} set by the user" if named else ""),
         )
         # a fit's held-out error is of its own terms: no run judged these
-        replaced = ", ".join([TERM_FLAGS[k][0] for k in changes] + ["--engine-overlap"] * (overlap is not None))
+        replaced = ", ".join([said_as[k] for k in changes] + [overlap_named] * (overlap is not None))
         out = out.unjudged(f"{self.calibration}'s held-out error is of its fitted terms, not {replaced}")
         if overlap is not None:
             # on: the drafters any overlapping release hides, beside those this one hides already (n-gram from vLLM
@@ -541,7 +547,7 @@ class EnginePreset:
                 out,
                 overlap_kinds=kinds,
                 overlap_chains_only=False,
-                release=out.release + f"; overlap {'on' if overlap else 'off'} by --engine-overlap",
+                release=out.release + f"; overlap {'on' if overlap else 'off'} by {overlap_named}",
             )
         return out
 
