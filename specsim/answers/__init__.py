@@ -395,7 +395,7 @@ def checked_capacity(dep: Deployment, context: float, cap: Capacity | None) -> C
     >>> checked_capacity(dep, 1128, None)
     Traceback (most recent call last):
     ...
-    ValueError: llama-3.1-70b in bf16 (141.1 GB of weights per GPU) does not fit on one h100-sxm (77.0 GB usable per GPU): --tp 2 fits
+    ValueError: llama-3.1-70b in bf16 (141.1 GB of weights per GPU) does not fit on one h100-sxm (77.0 GB usable per GPU): target_options['tp'] 2 fits
     """
     if cap is None:
         return deployment_capacity(dep, int(np.ceil(context)), None, None)
