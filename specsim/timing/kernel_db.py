@@ -2,8 +2,9 @@
 
 The installed ``aiconfigurator-core`` package (its ``systems/data`` folder and
 version), the database's folder for each hardware profile, the newest
-measurement folder of a device and engine, and the cache folder of built
-tables with the clean-up of staging files a killed writer left.  The tables
+measurement folder of a device and engine, its files read once per process
+(:func:`read_frame`), and the cache folder of built tables with the clean-up
+of staging files a killed writer left.  The tables
 themselves are composed in :mod:`specsim.timing.kernels`.
 """
 

@@ -68,7 +68,11 @@ shape or dtype the database lacks) are never extrapolated: they get the
 roofline's answer and are flagged in ``StepTime.fallback``; the source's
 ``notes`` say which.  Each (device, engine, model shape, database version)
 table is built once, cached on disk as JSON (written atomically; a file
-that fails to load or validate is rebuilt) and evaluated in numpy.  A cache
+that fails to load or validate is rebuilt) and evaluated in numpy.  A
+process reads each database file once, in the columns tables use, and
+derives what tables of one device and engine share (the GEMM grid of a
+dtype, an attention shape's rows, a MoE layer's line) once
+(:func:`~specsim.timing.kernel_db.read_frame`).  A cache
 folder that cannot be read or written (read-only, full, a symlink loop) never
 fails the answer: the table is built in memory and a note says so once.  A
 writer killed mid-write leaves its staging file (``.kernels-<crc>.json.<random>.tmp``);
