@@ -683,5 +683,7 @@ def test_the_plan_says_that_its_servers_limit_and_its_missing_prompts_become_the
     said = f"the plan's servers start at max_num_seqs {limits.pop()}, its largest concurrency"
     notes = " ".join(yaml.safe_load((out / "plan.yaml").read_text())["notes"])
     for text in (printed, (out / "README.md").read_text(), notes):
-        assert said in text and "unless --max-num-seqs gives your server's" in text
+        # the plan's files outlive bench-plan and are read from Python too: both names (core.names.keyword_and_flag)
+        assert said in text and "unless max_num_seqs / --max-num-seqs gives your server's" in text
     assert ("no prompts file: no run measures your acceptance" in printed) is (prompts is None)
+    assert ("a plan with prompts / --prompts FILE.jsonl adds the runs that measure it" in printed) is (prompts is None)

@@ -29,7 +29,7 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from specsim.core.names import given_as
+from specsim.core.names import given_as, keyword_and_flag
 from specsim.core.words import counted
 from specsim.engines import EnginePreset, get_engine, named_release, parse_version
 from specsim.engines.sglang import SglangBench
@@ -276,13 +276,14 @@ def design_plan(
     notes.append(
         f"the plan's servers start at max_num_seqs {max(concurrency)}, its largest concurrency: a calibration from its runs "
         f"keeps that limit, and every answer from it takes it at any load (past {max(concurrency)} users the rest "
-        "queue) unless --max-num-seqs gives your server's; list the concurrency you serve among the loads"
+        f"queue) unless {keyword_and_flag('max_num_seqs')} gives your server's; list the concurrency you serve among "
+        "the loads"
     )
     if prompts is None and pin:
         notes.append(
             "no prompts file: no run measures your acceptance (the speculative runs are pinned), so the answers from "
-            "the calibration take the drafter's published acceptance unless given one; a plan with --prompts "
-            "FILE.jsonl adds the runs that measure it"
+            "the calibration take the drafter's published acceptance unless given one; a plan with "
+            f"{keyword_and_flag('prompts')} FILE.jsonl adds the runs that measure it"
         )
     checkpoint = dep.drafter.checkpoint(dep.target, draft_checkpoint)
     served = served_model or dep.target.source or dep.target.name
