@@ -1474,6 +1474,18 @@ def test_a_plans_deployment_refused_names_the_plans_key_not_a_flag(tmp_path, cap
     assert not out.exists()  # nothing written half-way
 
 
+@PLAN_GROUP
+def test_a_plans_fit_names_the_plans_keys_in_its_warnings_once(capsys):
+    """A fit's warnings name what to check by the keyword and the flag (core.names.keyword_and_flag); a plan's engine
+    and hardware were read from plan.yaml (core.names.read_from), and the warning said "plan.yaml's engine /
+    plan.yaml's engine": named once."""
+    assert main(["calibrate-engine", "--plan", PLAN]) == 0
+    (warning,) = [line for line in capsys.readouterr().out.splitlines() if "as shipped is off by" in line]
+    assert "check that plan.yaml's engine names the engine and version that served them (and plan.yaml's hardware " in (
+        warning
+    )
+
+
 def test_the_library_builds_a_calibrations_own_drafter_where_none_is_named():
     from specsim.core.defaults import DEFAULT_DRAFT
 

@@ -70,13 +70,16 @@ def keyword_and_flag(keyword: str, flag: str | None = None) -> str:
     """``keyword`` as a text that outlives the call names it: both, the library's keyword (as :func:`given_as` names it
     to a Python caller) and the command line's flag, whatever the caller.  A calibration file's notes and warnings are
     read later by library and command-line users alike, and calibrate_engine and ``calibrate-engine`` write the same
-    file (tests/test_library.py::test_calibrate_engine).
+    file (tests/test_library.py::test_calibrate_engine); a value read from a file (:func:`read_from`) is named by its key.
 
     >>> keyword_and_flag("prefix_hit"), keyword_and_flag("memory_utilization")
     ('prefix_hit / --prefix-hit', 'memory_utilization / --memory-util')
     >>> with as_flags():
     ...     keyword_and_flag("spec_groups", "--spec")
     'spec_groups / --spec'
+    >>> with read_from({"engine": "plan.yaml's engine"}):
+    ...     keyword_and_flag("engine")
+    "plan.yaml's engine"
     """
     token = _AS_FLAGS.set(False)
     try:
@@ -84,7 +87,8 @@ def keyword_and_flag(keyword: str, flag: str | None = None) -> str:
     finally:
         _AS_FLAGS.reset(token)
     with as_flags():
-        return f"{said} / {given_as(keyword, flag)}"
+        flagged = given_as(keyword, flag)
+    return said if flagged == said else f"{said} / {flagged}"  # one name where both are a file's key (read_from)
 
 
 @contextlib.contextmanager
