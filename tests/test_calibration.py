@@ -3320,3 +3320,24 @@ def test_a_plans_speculative_runs_at_their_own_max_num_seqs_take_their_own_serve
     spec_servers = runs_kv_bytes(dep, runs, EngineLimits(1024, 8192))
     assert own == (plain_servers[0], spec_servers[1])
     assert spec_servers[1] < plain_servers[1] - 1e9  # the larger profiling pass: 2.29 - 1.11 GB less cache
+
+
+def test_a_drafts_tp_of_the_targets_is_the_builds_default_and_another_is_passed_on():
+    """calibrate_engine passed the target's TP on as the draft's wherever tp > 1, and nothing where tp = 1: an n-gram
+    sweep at tp=2 (as the command's --tp 2, or a bench plan's draft_tp: 2) was refused 'runs no network: ... draft tp
+    do not apply', an option no one gave, and draft_tp=2 beside tp=1 was dropped unsaid (fitted at 1).  The target's
+    own TP is now the build's default (a draft model at the target's, nothing for a drafter that runs no network);
+    another is passed on, and refused there where no engine runs it."""
+    from specsim.calibration.engine_calibration import calibrate_engine
+    from specsim.calibration.inputs import runs_from_files
+
+    public = f"{BENCH}/public/rtx3090-qwen3-4b-ngram"
+    runs, files, notes = runs_from_files([f"{public}/plain-code.jsonl"], [([f"{public}/ngram-k4-code.jsonl"], 4)])
+    fit = dict(hardware="h100", target="qwen3-4b", engine="vllm@0.25.0", drafter="ngram", timing="roofline")
+    for draft_tp in (None, 2):
+        result = calibrate_engine(runs, files, notes, tp=2, draft_tp=draft_tp, **fit)
+        assert (result.deployment.target.tp, result.deployment.draft) == (2, None)
+    runs, files, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [([f"{BENCH}/vllm-eagle3.jsonl"], 3)])
+    fit = dict(hardware="h100", target="llama-3.1-8b", engine="vllm@0.15.0", drafter="llama-3.2-1b", timing="roofline")
+    with pytest.raises(ValueError, match=r"^draft tensor parallelism 2 must be 1 or the target's 1 "):
+        calibrate_engine(runs, files, notes, tp=1, draft_tp=2, **fit)

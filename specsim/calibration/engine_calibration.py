@@ -586,8 +586,10 @@ def calibrate_engine(
     engine = get_engine(engine)  # the file keeps the release as named (engine.named_as)
 
     spec_runs = any(c.kind == "spec" for c in runs)
-    draft_options = {"tp": draft_tp if draft_tp is not None else tp} if (tp or 1) > 1 and spec_runs else None
-    # (an option given is passed on, refused there if bad: tp=0 was dropped as falsy and the runs fitted at TP 1)
+    # A draft TP other than the target's is passed on, refused there if bad (tp=0 was once dropped as falsy and the
+    # runs fitted at TP 1; draft_tp=2 beside tp=1 was dropped unsaid); the target's own is the build's default (a draft
+    # model at the target's TP, nothing for a drafter that runs no network, as a plan of n-gram at TP 2 records it).
+    draft_options = {"tp": draft_tp} if spec_runs and draft_tp is not None and draft_tp != (tp or 1) else None
     options = (("tp", tp), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype))
     target_options = {k: v for k, v in options if v is not None}
     timing, timing_note = timing_for(hardware, timing, get_model(target, **target_options), engine.kernel_engine)
