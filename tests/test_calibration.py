@@ -1060,7 +1060,7 @@ def test_a_fit_the_runs_do_not_pin_holds_the_engine_values_that_moved_and_keeps_
 
     designs = []
 
-    def stand_in(model, index, design, preset, start, alpha0, fit_share=True):
+    def stand_in(model, index, design, preset, start, alpha0, fit_share=True, shared=None):
         designs.append(dict(design))
         host, alpha = SpecHost(round_s=1e-3, step_s=1e-3, seq_s=1e-5, seq_step_s=1e-5), 0.7
         if model != "runs":
@@ -3288,6 +3288,57 @@ def test_versions_alike_in_what_plain_runs_read_are_fitted_once_to_the_same_answ
     every = engine_fit._better_engine(model, get_engine("vllm@0.14"), np.inf)
     assert fits == ["vllm@0.10", "vllm@latest", "sglang@0.5", "sglang@latest", "trtllm@latest"]
     assert once == every
+
+
+def test_a_version_plain_runs_read_as_the_named_one_is_given_its_plain_fit_not_made_again(monkeypatch):
+    """calibrate-engine's search for a better-fitting version fitted vllm@0.10 afresh beside a fit of vllm@0.14 that
+    plain runs read alike (the same plain view and limits, the same start and settled batches): the same plain stage to
+    the last bit, made twice (a third of the search on tests/data/do-gtc-2026).  The whole fit's plain stages are kept
+    by all they read (engine_fit._plain_stage) and the version meets them: it makes no plain stage of its own, and the
+    search's answer is the one made without anything kept (the same key and error to the bit)."""
+    from specsim.calibration import engine_fit
+    from specsim.calibration.engine_calibration import calibrate_engine, runs_kv_bytes
+    from specsim.calibration.inputs import runs_from_files
+
+    # (these runs are fitted within 1.1%: the search is asked for whatever the fit's error)
+    monkeypatch.setattr(engine_fit, "WRONG_ENGINE_ERROR", 0.0)
+    made, fits = [], []
+    stage_fit = engine_fit._Stage.fit
+    monkeypatch.setattr(engine_fit._Stage, "fit", lambda self: made.append(self) or stage_fit(self))
+    fit_values = engine_fit._fit_values
+
+    def fit_counted(m, *a, **k):
+        before = len(made)
+        out = fit_values(m, *a, **k)
+        if m.dep.engine.key != "vllm@0.14":
+            fits.append((m.dep.engine.key, len(made) - before))
+        return out
+
+    monkeypatch.setattr(engine_fit, "_fit_values", fit_counted)
+    runs, read, notes = runs_from_files([f"{BENCH}/vllm-plain.jsonl"], [])
+    result = calibrate_engine(runs, read, notes, hardware="h100", target="llama-3.1-8b", engine="vllm@0.14")
+    assert [key for key, _ in fits] == ["vllm@0.10", "sglang@0.5", "trtllm@latest"]
+    assert fits[0][1] == 0 and fits[1][1] > 0, fits  # vllm@0.10 met every plain stage of the whole fit; the others not
+    # The answer, with the whole fit's stages kept and without anything kept: the same to the bit.
+    kv = runs_kv_bytes(result.deployment, result.fit.runs, result.limits)
+    dep, limits = result.deployment, result.limits
+    model = RunModel(dep, result.fit.runs, limits, kv)
+    alpha0 = engine_fit._default_alpha(dep)
+    start = Values.at_preset(dep.engine, alpha0, len(model.sweeps))
+    model.settle_start(start, dep.engine.key)
+    design = identifiable(model.runs, model.fit_scale, dict(enumerate(model.batch)))
+    nudged = [
+        RunModel(dep, engine_fit.nudged_runs(model.runs, e), limits, kv) for e in (engine_fit.NUDGE, -engine_fit.NUDGE)
+    ]
+    shared: dict = {}
+    engine_fit.fit_pinned(model, nudged, np.arange(len(model.runs)), design, dep.engine, start, alpha0, shared)
+    fits.clear()
+    kept = engine_fit._better_engine(model, dep.engine, np.inf, shared)
+    assert fits[0] == ("vllm@0.10", 0)
+    fits.clear()
+    again = engine_fit._better_engine(model, dep.engine, np.inf)
+    assert fits[0][0] == "vllm@0.10" and fits[0][1] > 0
+    assert kept == again and kept[1] > 0
 
 
 @PLAN_GROUP

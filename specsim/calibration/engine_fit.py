@@ -479,8 +479,10 @@ def _fit_values(
     start: Values,
     default_alpha: float,
     fit_share: bool = True,
+    shared: dict | None = None,
 ) -> _Result:
-    """Both stages on runs ``index``, the batches settled between passes (:meth:`RunModel.settle`)."""
+    """Both stages on runs ``index``, the batches settled between passes (:meth:`RunModel.settle`).  ``shared``: the
+    plain stage's fits kept by all they read (:func:`_plain_stage`), for the engine versions of one fit."""
     plain = index[model.kinds[index] == "plain"]
     spec = index[model.kinds[index] == "spec"]
     values = start
@@ -490,9 +492,8 @@ def _fit_values(
     for _ in range(_SETTLE_PASSES):
         model.settle(values)
         before = model.batch.copy()
-        s1 = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values)
-        v1, free1, x1, r1, j1 = s1.fit()
-        stages = [(free1, x1, r1, j1, s1.status)]
+        v1, free1, x1, r1, j1, status1 = _plain_stage(model, plain, p1, ttft, values, shared)
+        stages = [(free1, x1, r1, j1, status1)]
         values = v1
         if spec.size:
             s2 = _Stage(
@@ -506,6 +507,64 @@ def _fit_values(
         if np.allclose(model.batch, before, rtol=1e-5):
             break
     return _Result(values, stages)
+
+
+def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, values: Values, shared: dict | None):
+    """Stage 1 (:class:`_Stage` over the plain runs' residuals): (values, params fitted, their values, residuals,
+    Jacobian, what was held and why).
+
+    Kept in ``shared`` (one calibrate-engine fit's) by everything that fit reads: the runs themselves (a nudged copy's
+    other measured times, a held-out model's other pooled acceptance), the plain runs fitted, the params and their
+    bounds, the start values and the settled batches, each number by its bits, and the engine as plain runs read it
+    (:meth:`EnginePreset.plain_view`, its limits and what it holds of each run).  A fit that meets the same again is
+    given it to the last bit without making it: a held-out fit by draft steps or sweep (every plain run trained on) in
+    its first pass, a fit made again with a value held (fit_pinned) whose plain params did not change, an engine version
+    that plain runs read alike to another or to the named one (``_better_engine``: vllm@0.10, vllm@latest and the named
+    vLLM; sglang@0.5 and sglang@latest)."""
+    key = None
+    if shared is not None:
+        key = (
+            model.dep.engine.plain_view(),
+            model.limits,
+            model.kv_bytes,
+            model.fit_scale,
+            tuple(model.runs),
+            plain.tobytes(),
+            tuple(p.name for p in p1),
+            # every number by its bits (0.0 and -0.0 are equal, not alike)
+            np.array(
+                [(p.lower, p.upper, p.unit, p.preset, np.nan if p.near is None else p.near) for p in p1]
+            ).tobytes(),
+            ttft,
+            values.share is None,
+            len(values.alphas),
+            np.array(
+                [
+                    values.scale,
+                    values.iteration_s,
+                    values.iteration_seq_s,
+                    values.prefill_scale,
+                    *(getattr(values.host, t) for t in TERMS),
+                    np.nan if values.share is None else values.share,
+                    *values.alphas,
+                ],
+                dtype=float,
+            ).tobytes(),
+            model.batch.tobytes(),
+            model.batch_own.tobytes(),
+            model.full.tobytes(),
+            # what the engine holds of each run and what its prompts cost it (from the engine, its limits and the runs)
+            np.concatenate(
+                [model.in_engine, model.admitted, model.prefilled, model.cached, model.drains.astype(float)]
+            ).tobytes(),
+        )
+        if key in shared:
+            return shared[key]
+    stage = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values)
+    out = (*stage.fit(), stage.status)
+    if key is not None:
+        shared[key] = out
+    return out
 
 
 def _checked(residuals: np.ndarray) -> np.ndarray:
@@ -575,6 +634,7 @@ def fit_pinned(
     preset: EnginePreset,
     start: Values,
     alpha0: float,
+    shared: dict | None = None,
 ) -> Pinned:
     """:func:`_fit_values` on runs ``index``, made again on each of ``nudged`` (RunModels of the same runs,
     :func:`nudged_runs`); while an engine value moves by more than :data:`MOVED` in any of them, every engine value
@@ -588,12 +648,12 @@ def fit_pinned(
     design = dict(design)
     held: dict[str, str] = {}
     while True:
-        res = _fit_values(model, index, design, preset, start, alpha0)
+        res = _fit_values(model, index, design, preset, start, alpha0, shared=shared)
         a = _named(res.values)
         moved: dict[str, float] = {}  # name -> the largest move, a share of the value (or of its unit, near 0)
         delta: dict[str, float] = {}  # name -> the largest move, in the value's own terms
         for m in nudged:
-            b = _named(_fit_values(m, index, design, preset, start, alpha0).values)
+            b = _named(_fit_values(m, index, design, preset, start, alpha0, shared=shared).values)
             for n in a.keys() & b.keys():
                 d = abs(b[n] - a[n])
                 if d >= delta.get(n, 0.0):
@@ -739,13 +799,17 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     design = identifiable(runs, model.fit_scale, dict(enumerate(model.batch)))
     everything = np.arange(len(runs))
     nudged = [RunModel(dep, nudged_runs(runs, e), limits, kv_bytes) for e in (NUDGE, -NUDGE)]
-    pinned = fit_pinned(model, nudged, everything, design, preset, start, alpha0)
+    # The plain stage's fits, kept for every later fit of this call that meets one again (_plain_stage)
+    shared: dict = {}
+    pinned = fit_pinned(model, nudged, everything, design, preset, start, alpha0, shared)
     result = pinned.result
     if done is not None:
         done()
     terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0, pinned.held)
     held = {
-        "held_out": _hold_out(model, nudged, design, preset, start, alpha0, [c.run.load for c in runs], "load", done),
+        "held_out": _hold_out(
+            model, nudged, design, preset, start, alpha0, [c.run.load for c in runs], "load", done, shared
+        ),
         "held_out_steps": _hold_out(
             model,
             nudged,
@@ -756,9 +820,19 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
             [str(c.setup.steps) if c.setup else "" for c in runs],
             "steps",
             done,
+            shared,
         ),
         "held_out_sweep": _hold_out(
-            model, nudged, design, preset, start, alpha0, [c.sweep if c.setup else "" for c in runs], "sweep", done
+            model,
+            nudged,
+            design,
+            preset,
+            start,
+            alpha0,
+            [c.sweep if c.setup else "" for c in runs],
+            "sweep",
+            done,
+            shared,
         ),
     }
     preset_values = replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
@@ -788,7 +862,7 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
         result.values,
         {model.sweeps[int(n.split(":")[1])]: m for n, m in pinned.alphas.items()},
     )
-    return replace(fit, warnings=_warnings(fit, preset, model, dep))
+    return replace(fit, warnings=_warnings(fit, preset, model, dep, shared))
 
 
 def _terms(
@@ -888,6 +962,7 @@ def _hold_out(
     groups: list[str],
     what: str,
     done=None,
+    shared: dict | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Each run's prediction with its group (a load, a number of draft steps, a sweep) left out of the fit, and why the
     runs that cannot be held out cannot (NaN there)."""
@@ -933,7 +1008,7 @@ def _hold_out(
             )
             continue
         sub = identifiable([runs[i] for i in train], model.fit_scale, {k: model.batch[i] for k, i in enumerate(train)})
-        res = fit_pinned(model, held, train, sub, preset, begin, alpha0).result
+        res = fit_pinned(model, held, train, sub, preset, begin, alpha0, shared).result
         if done is not None:
             done()
         pred = model.predict(res.values, test)
@@ -1015,12 +1090,17 @@ def _ceiling(dep) -> tuple[float, str]:
     return best
 
 
-def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[str, float] | None:
+def _better_engine(
+    model: RunModel, named: EnginePreset, mine: float, shared: dict | None = None
+) -> tuple[str, float] | None:
     """(key, error) of another engine version whose round structure (overlap rule, the terms held at its preset) the runs
-    fit far better than ``named``'s: fitted the same way, its error under half ``mine``; None if there is none."""
+    fit far better than ``named``'s: fitted the same way, its error under half ``mine``; None if there is none.
+    ``shared``: the plain stage's fits already made for these runs (the named version's whole fit), which a version alike
+    in what plain runs read meets again (:func:`_plain_stage`); the versions' own are added to it."""
     from specsim.engines import PRESETS
 
     best = None
+    shared = {} if shared is None else shared
     everything = np.arange(len(model.runs))
     fitted: list = []  # what plain runs alone read of each version fitted (EnginePreset.plain_view) and its limits
     for key, preset in PRESETS.items():
@@ -1051,13 +1131,14 @@ def _better_engine(model: RunModel, named: EnginePreset, mine: float) -> tuple[s
             start,
             alpha0,
             fit_share=False,
+            shared=shared,
         ).values
         err = float(np.mean(np.abs(other.predict(fitted_at, everything) / other.measured - 1)))
         best = (key, err) if best is None or err < best[1] else best
     return best if best is not None and best[1] < 0.5 * mine else None
 
 
-def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> list[str]:
+def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep, shared: dict | None = None) -> list[str]:
     """What the user should know of the fit: a named preset far off (the wrong engine or version, or host costs that are
     not the public fit's), an acceptance no published drafter of its kind reaches, values not identified, runs the model
     cannot reach, runs the KV cache cannot hold."""
@@ -1074,7 +1155,7 @@ def _warnings(fit: EngineFit, preset: EnginePreset, model: RunModel, dep) -> lis
             "with"
         )
     mine, theirs = fit.error("predicted"), fit.error("preset")
-    other = _better_engine(model, preset, mine) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
+    other = _better_engine(model, preset, mine, shared) if np.isfinite(mine) and mine > WRONG_ENGINE_ERROR else None
     if other is not None:
         out.append(
             f"these runs fit {other[0]}'s rounds far better than {preset.key}'s ({other[1]:.1%} against {mine:.1%} "
