@@ -3341,6 +3341,27 @@ def test_a_version_plain_runs_read_as_the_named_one_is_given_its_plain_fit_not_m
     assert kept == again and kept[1] > 0
 
 
+def test_a_stage_with_more_runs_than_values_evaluates_no_residual_only_to_count_them():
+    """A stage counted its residuals by evaluating them at its start values before its first solve: one evaluation in
+    about 60 of a calibrate-engine fit's, where every stage but a held-out fit's of two runs has more runs than values
+    and the count changed nothing.  It is made only where the values free outnumber the fewest residuals there are."""
+    from specsim.calibration.engine_fit import _Param, _Stage
+
+    params = [_Param("round_s", 0.0, 0.05, 1e-3, 0.03)]
+    start = Values(host=dataclasses.replace(SpecHost(), round_s=0.03))
+    asked = []
+
+    def residuals(v):
+        asked.append(v is start)
+        return np.array([v.host.round_s - 0.005, 2.0 * (v.host.round_s - 0.005)])
+
+    values, free, x, *_ = _Stage(params, residuals, start, 2).fit()
+    assert x[0] == pytest.approx(5.0, abs=1e-6) and not any(asked)
+    asked.clear()
+    _Stage(params, residuals, start).fit()  # (without the count of runs, it is evaluated to count them)
+    assert asked[0]
+
+
 @PLAN_GROUP
 def test_a_plans_speculative_runs_at_their_own_max_num_seqs_take_their_own_servers_kv_share(capsys):
     """calibrate-engine --plan PLAN --spec-max-num-seqs N was untested, and the speculative arm's KV cache was sized by

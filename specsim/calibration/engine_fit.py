@@ -213,17 +213,19 @@ def _apply(values: Values, params: list[_Param], x: np.ndarray) -> Values:
 
 class _Stage:
     """Least squares over ``params`` of the relative errors ``residuals(values)``, holding what ends on a bound or trades
-    off with another (:data:`TRADE_OFF`)."""
+    off with another (:data:`TRADE_OFF`).  ``least``: the fewest residuals ``residuals`` returns (its runs; a lone
+    request's TTFT may add more), so that they are counted only where more values than that are free."""
 
-    def __init__(self, params: list[_Param], residuals, values: Values):
-        self.params, self.residuals, self.values = list(params), residuals, values
+    def __init__(self, params: list[_Param], residuals, values: Values, least: int = 0):
+        self.params, self.residuals, self.values, self.least = list(params), residuals, values, least
         self.status: dict[str, tuple[str, str]] = {}  # name -> (status, why) of what was held here
 
     def _solve(self, params: list[_Param], values: Values):
         from scipy.optimize import least_squares
 
         if not params:
-            return np.array([]), self.residuals(values), np.zeros((self.residuals(values).size, 0))
+            r = self.residuals(values)
+            return np.array([]), r, np.zeros((r.size, 0))
         lo = np.array([p.lower / p.unit for p in params])
         hi = np.array([p.upper / p.unit for p in params])
         start = np.clip(
@@ -245,7 +247,9 @@ class _Stage:
         """(values, the params fitted, their values in units, residuals, Jacobian), holding at their preset those that
         end on a bound or trade off."""
         free = list(self.params)
-        runs = self.residuals(self.values).size
+        # Counted by a residual evaluation only where there may be fewer than the values free (a fit's cost is its
+        # evaluations: this one was about one in 60 of tests/test_calibration.py's, 2,092 stages in 123,590).
+        runs = self.residuals(self.values).size if len(free) > self.least else len(free)
         # No more values than runs: beyond that the fit is any of a family of exact ones (the solver's is the one
         # nearest its start), not a measurement.  The acceptance is kept; the engine's terms are held in the order
         # of two that trade off (_HOLD_FIRST).
@@ -500,6 +504,7 @@ def _fit_values(
                 _stage2_params(model, design, preset, spec, default_alpha, fit_share),
                 lambda v: _checked(model.residuals(v, spec)),
                 v1,
+                spec.size,
             )
             values, free2, x2, r2, j2 = s2.fit()
             stages.append((free2, x2, r2, j2, s2.status))
@@ -560,7 +565,7 @@ def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, valu
         )
         if key in shared:
             return shared[key]
-    stage = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values)
+    stage = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values, plain.size)
     out = (*stage.fit(), stage.status)
     if key is not None:
         shared[key] = out
