@@ -3341,6 +3341,26 @@ def test_a_version_plain_runs_read_as_the_named_one_is_given_its_plain_fit_not_m
     assert kept == again and kept[1] > 0
 
 
+def test_a_kept_plain_stage_is_met_only_by_a_model_in_the_same_state():
+    """A plain stage kept for a calibrate-engine call (engine_fit._plain_stage) is met again only by a model that reads
+    the same: named by its batches, runs and limits alone, a state a RunModel keeps beside them (as a rate run's timing
+    may) would have been met with another state's fit.  Every public attribute names it now."""
+    from specsim.calibration import engine_fit
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine="vllm@0.14", decode_only=True)
+    runs = [CalRun(r) for r in read_bench_file(f"{BENCH}/vllm-plain.jsonl")]
+    model = RunModel(dep, runs)
+    start = Values.at_preset(dep.engine, 0.6, len(model.sweeps))
+    model.settle(start)
+    design = identifiable(model.runs, model.fit_scale, dict(enumerate(model.batch)))
+    p1 = engine_fit._stage1_params(model, design, dep.engine)
+    plain, shared = np.arange(len(runs)), {}
+    made = engine_fit._plain_stage(model, plain, p1, 0.0, start, shared)
+    assert engine_fit._plain_stage(model, plain, p1, 0.0, start, shared) is made and len(shared) == 1
+    model.held_s = np.full(len(runs), 1e-3)  # a state a later RunModel might keep beside its batches
+    assert engine_fit._plain_stage(model, plain, p1, 0.0, start, shared) is not made and len(shared) == 2
+
+
 def test_a_stage_with_more_runs_than_values_evaluates_no_residual_only_to_count_them():
     """A stage counted its residuals by evaluating them at its start values before its first solve: one evaluation in
     about 60 of a calibrate-engine fit's, where every stage but a held-out fit's of two runs has more runs than values

@@ -518,10 +518,10 @@ def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, valu
     """Stage 1 (:class:`_Stage` over the plain runs' residuals): (values, params fitted, their values, residuals,
     Jacobian, what was held and why).
 
-    Kept in ``shared`` (one calibrate-engine fit's) by everything that fit reads: the runs themselves (a nudged copy's
-    other measured times, a held-out model's other pooled acceptance), the plain runs fitted, the params and their
-    bounds, the start values and the settled batches, each number by its bits, and the engine as plain runs read it
-    (:meth:`EnginePreset.plain_view`, its limits and what it holds of each run).  A fit that meets the same again is
+    Kept in ``shared`` (one calibrate-engine fit's) by everything that fit reads: the model's state (:func:`_state`: the
+    runs themselves, a nudged copy's other measured times, a held-out model's other pooled acceptance, the limits, what
+    the engine holds of each run, the settled batches), the plain runs fitted, the params and their bounds and the start
+    values, each number by its bits, and the engine as plain runs read it (:meth:`EnginePreset.plain_view`).  A fit that meets the same again is
     given it to the last bit without making it: a held-out fit by draft steps or sweep (every plain run trained on) in
     its first pass, a fit made again with a value held (fit_pinned) whose plain params did not change, an engine version
     that plain runs read alike to another or to the named one (``_better_engine``: vllm@0.10, vllm@latest and the named
@@ -529,11 +529,7 @@ def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, valu
     key = None
     if shared is not None:
         key = (
-            model.dep.engine.plain_view(),
-            model.limits,
-            model.kv_bytes,
-            model.fit_scale,
-            tuple(model.runs),
+            _state(model),
             plain.tobytes(),
             tuple(p.name for p in p1),
             # every number by its bits (0.0 and -0.0 are equal, not alike)
@@ -555,21 +551,37 @@ def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, valu
                 ],
                 dtype=float,
             ).tobytes(),
-            model.batch.tobytes(),
-            model.batch_own.tobytes(),
-            model.full.tobytes(),
-            # what the engine holds of each run and what its prompts cost it (from the engine, its limits and the runs)
-            np.concatenate(
-                [model.in_engine, model.admitted, model.prefilled, model.cached, model.drains.astype(float)]
-            ).tobytes(),
         )
-        if key in shared:
-            return shared[key]
+        try:
+            hash(key)
+        except TypeError:  # a state this cannot name: nothing kept
+            key = None
+    if key is not None and key in shared:
+        return shared[key]
     stage = _Stage(p1, lambda v: model.residuals(v, plain, ttft), values, plain.size)
     out = (*stage.fit(), stage.status)
     if key is not None:
         shared[key] = out
     return out
+
+
+def _state(model: RunModel) -> tuple:
+    """Every public attribute of ``model``, by name, each array by its bits: its runs and their arrays, its limits, what
+    the engine holds of each run and the batches last settled (and whatever a later RunModel keeps beside them).  Its
+    deployment by its engine as plain runs read it: the rest of it is the one deployment of a calibrate-engine call, and
+    the private attributes are caches of pure functions of these."""
+    out = []
+    for name, v in sorted(vars(model).items()):
+        if name.startswith("_"):
+            continue
+        if name == "dep":
+            v = v.engine.plain_view()
+        elif isinstance(v, np.ndarray):
+            v = (v.dtype.str, v.shape, tuple(v.tolist()) if v.dtype == object else v.tobytes())
+        elif isinstance(v, list):
+            v = tuple(v)
+        out.append((name, v))
+    return tuple(out)
 
 
 def _checked(residuals: np.ndarray) -> np.ndarray:
