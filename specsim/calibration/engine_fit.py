@@ -20,9 +20,9 @@ A value is fitted only where it is identified:
   speculative runs at two step counts, a per-sequence term decode batches at least 1.5x apart); otherwise it is
   ``held`` at the preset, with the runs that would free it;
 * a value whose best fit ends on its bound, that trades off with another (their estimates correlated beyond
-  :data:`TRADE_OFF`, from the Jacobian at the fit), an engine value whose 95% interval reaches both its bounds, or a
-  value no run's time moves with (its Jacobian column zero), is ``not identified``: held at the preset (an acceptance at the
-  drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
+  :data:`~.linearised.TRADE_OFF`, from the Jacobian at the fit), an engine value whose 95% interval reaches both its
+  bounds, or a value no run's time moves with (its Jacobian column zero), is ``not identified``: held at the preset (an
+  acceptance at the drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
   not carry to another gamma or another load, which is what the user calibrates for;
 * a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
   :data:`NUDGE` longer and shorter (:func:`nudged_runs`).  A fit the runs pin moves by about the nudge; an engine value
@@ -51,6 +51,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from specsim.calibration.linearised import CONFIDENCE
+from specsim.calibration.linearised import HOLD_FIRST as _HOLD_FIRST
+from specsim.calibration.linearised import intervals as _intervals
+from specsim.calibration.linearised import traded as _traded
 from specsim.calibration.model import PREFIX_CACHE_SAID, RunModel, Values, scale_upper
 from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key, over
 from specsim.core.names import keyword_and_flag
@@ -59,7 +63,6 @@ from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, Eng
 
 __all__ = ["CONFIDENCE", "NUDGE", "EngineFit", "Pinned", "Term", "fit_engine", "fit_pinned", "nudged_runs"]
 
-CONFIDENCE = 0.95
 #: Bounds of the per-iteration time (a round's: :data:`specsim.engines.base.HOST_STEP_UPPER_S`) and of the per-sequence
 #: time of an iteration (seconds), of the efficiency scale's lower end and of the prefill efficiency.
 ITERATION_UPPER_S = HOST_STEP_UPPER_S
@@ -70,8 +73,6 @@ HOST_NEAR_ZERO_S = float(TERM_UNIT[0])
 ITERATION_SEQ_UPPER_S = 0.5e-3
 SCALE_LOWER = 0.2
 PREFILL_BOUNDS = (0.2, 5.0)
-#: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
-TRADE_OFF = 0.99
 #: A value whose every run's relative error moves less than this per unit of it (its Jacobian column, in the fit's
 #: units) has no effect on the runs: not identified.  Exact zeros in practice (a held share of 1 hides host work whole).
 _NO_EFFECT = 1e-12
@@ -135,19 +136,6 @@ _FREES = {
     "alpha": "runs with acceptance pinned by the engine (specsim bench-plan), a saved /metrics page, or the tool's "
     "recorded acceptance",
 }
-#: Which of two values that trade off is held: the first of this order (the acceptance last: it is the workload's).
-_HOLD_FIRST = (
-    "iteration_seq_s",
-    "prefill_scale",
-    "iteration_s",
-    "scale",
-    "seq_step_s",
-    "seq_s",
-    "step_s",
-    "round_s",
-    "overlap_share",
-    "alpha",
-)
 
 
 @dataclass(frozen=True)
@@ -185,7 +173,7 @@ class _Param:
     upper: float
     unit: float
     preset: float
-    near: float | None = None  # how close to 0 a value is near it (None: a tenth of its range), as in _traded
+    near: float | None = None  # how close to 0 a value is near it (None: a tenth of its range), as in linearised.traded
 
     @property
     def near_zero(self) -> float:
@@ -213,8 +201,8 @@ def _apply(values: Values, params: list[_Param], x: np.ndarray) -> Values:
 
 class _Stage:
     """Least squares over ``params`` of the relative errors ``residuals(values)``, holding what ends on a bound or trades
-    off with another (:data:`TRADE_OFF`).  ``least``: the fewest residuals ``residuals`` returns (its runs; a lone
-    request's TTFT may add more), so that they are counted only where more values than that are free."""
+    off with another (:data:`~.linearised.TRADE_OFF`).  ``least``: the fewest residuals ``residuals`` returns (its runs;
+    a lone request's TTFT may add more), so that they are counted only where more values than that are free."""
 
     def __init__(self, params: list[_Param], residuals, values: Values, least: int = 0):
         self.params, self.residuals, self.values, self.least = list(params), residuals, values, least
@@ -380,56 +368,6 @@ def _label(p: _Param) -> str:
     return _LABELS.get(p.name.split(":")[0], p.name)
 
 
-def _traded(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> tuple[_Param, _Param, float] | None:
-    """The pair of fitted values that trade off, the one to hold first, and their correlation; None if none do.  Two
-    values trade off where their estimates correlate beyond :data:`TRADE_OFF` and the one to hold is not pinned down:
-    its 95% half-width is more than half its value (or than what is near 0 for it, :attr:`_Param.near_zero`: a tenth
-    of its range, or :data:`HOST_NEAR_ZERO_S` for a host time per iteration or round).
-
-    Two sweeps' acceptances share no run: where they correlate, it is through an engine term both trade off with, and
-    that term is held (the one correlating most with the two), not an acceptance: holding one of them instead leaves
-    the term free and the choice of which acceptance to a rounding error (a fit that did so was seen to flip between
-    passes)."""
-    from specsim.serving.runs import student_t
-
-    dof = r.size - len(free)
-    if len(free) < 2 or dof < 1:
-        return None
-    cov = np.linalg.pinv(jac.T @ jac) * (float(np.sum(r**2)) / dof)
-    sd = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
-    corr = cov / np.outer(sd, sd)
-    np.fill_diagonal(corr, 0.0)
-    t = student_t(dof, CONFIDENCE)
-    terms = [k for k, p in enumerate(free) if not p.name.startswith("alpha")]
-    for i, j in sorted(zip(*np.nonzero(np.triu(np.abs(corr) > TRADE_OFF))), key=lambda ij: -abs(corr[ij])):
-        if free[i].name.startswith("alpha") and free[j].name.startswith("alpha") and terms:
-            k = max(terms, key=lambda k: abs(corr[k, i]) + abs(corr[k, j]))
-            return free[k], free[i], float(corr[k, i])
-        rank = [_HOLD_FIRST.index(p.name.split(":")[0]) for p in (free[i], free[j])]
-        k = i if rank[0] <= rank[1] else j
-        held, other = free[k], free[j if k == i else i]
-        if t * sd[k] > max(0.5 * abs(x[k]), held.near_zero):
-            return held, other, float(corr[i, j])
-    return None
-
-
-def _intervals(free: list[_Param], x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> dict[str, tuple[float, float]]:
-    """95% intervals of ``free``, linearised at the fit (t over the residual degrees of freedom), clipped at the bounds."""
-    from specsim.serving.runs import student_t
-
-    dof = r.size - len(free)
-    if dof < 1 or not free:
-        return {}
-    s2 = float(np.sum(r**2)) / dof
-    cov = np.linalg.pinv(jac.T @ jac) * s2
-    t = student_t(dof, CONFIDENCE)
-    out = {}
-    for k, (p, v) in enumerate(zip(free, x)):
-        half = t * float(np.sqrt(max(cov[k, k], 0.0)))
-        out[p.name] = (max(p.lower, (v - half) * p.unit), min(p.upper, (v + half) * p.unit))
-    return out
-
-
 # -- the stages' values ---------------------------------------------------------------------------------------------------
 def _stage1_params(model: RunModel, design: dict, preset: EnginePreset) -> list[_Param]:
     out = []
@@ -521,8 +459,8 @@ def _plain_stage(model: RunModel, plain: np.ndarray, p1: list, ttft: float, valu
     Kept in ``shared`` (one calibrate-engine fit's) by everything that fit reads: the model's state (:func:`_state`: the
     runs themselves, a nudged copy's other measured times, a held-out model's other pooled acceptance, the limits, what
     the engine holds of each run, the settled batches), the plain runs fitted, the params and their bounds and the start
-    values, each number by its bits, and the engine as plain runs read it (:meth:`EnginePreset.plain_view`).  A fit that meets the same again is
-    given it to the last bit without making it: a held-out fit by draft steps or sweep (every plain run trained on) in
+    values, each number by its bits, and the engine as plain runs read it (:meth:`EnginePreset.plain_view`).  A fit
+    that meets the same again is given it to the last bit without making it: a held-out fit by draft steps or sweep (every plain run trained on) in
     its first pass, a fit made again with a value held (fit_pinned) whose plain params did not change, an engine version
     that plain runs read alike to another or to the named one (``_better_engine``: vllm@0.10, vllm@latest and the named
     vLLM; sglang@0.5 and sglang@latest)."""
