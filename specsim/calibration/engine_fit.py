@@ -761,34 +761,15 @@ def fit_engine(dep, runs: list[CalRun], *, intervals: bool = True, limits=None, 
     if done is not None:
         done()
     terms, acceptance, dof = _terms(model, result, design, preset, intervals, alpha0, pinned.held)
+    # Each way of holding out (whole loads, draft steps, sweeps), in this order: the kept plain stages are met in it.
+    by = {
+        "held_out": ([c.run.load for c in runs], "load"),
+        "held_out_steps": ([str(c.setup.steps) if c.setup else "" for c in runs], "steps"),
+        "held_out_sweep": ([c.sweep if c.setup else "" for c in runs], "sweep"),
+    }
     held = {
-        "held_out": _hold_out(
-            model, nudged, design, preset, start, alpha0, [c.run.load for c in runs], "load", done, shared
-        ),
-        "held_out_steps": _hold_out(
-            model,
-            nudged,
-            design,
-            preset,
-            start,
-            alpha0,
-            [str(c.setup.steps) if c.setup else "" for c in runs],
-            "steps",
-            done,
-            shared,
-        ),
-        "held_out_sweep": _hold_out(
-            model,
-            nudged,
-            design,
-            preset,
-            start,
-            alpha0,
-            [c.sweep if c.setup else "" for c in runs],
-            "sweep",
-            done,
-            shared,
-        ),
+        key: _hold_out(model, nudged, design, preset, start, alpha0, groups, what, done, shared)
+        for key, (groups, what) in by.items()
     }
     preset_values = replace(start, alphas=tuple([alpha0] * len(model.sweeps)))
     model.settle(preset_values)

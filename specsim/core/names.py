@@ -105,11 +105,8 @@ def passed_as(names: dict[str, str]) -> Iterator[None]:
     ...     draft_option("tp")
     '--draft-tp'
     """
-    token = _PASSED_AS.set(_PASSED_AS.get() | names)
-    try:
+    with _added(_PASSED_AS, names):
         yield
-    finally:
-        _PASSED_AS.reset(token)
 
 
 @contextlib.contextmanager
@@ -127,11 +124,18 @@ def read_from(names: dict[str, str]) -> Iterator[None]:
     ...     draft_option("tp")
     "plan.yaml's draft_tp"
     """
-    token = _READ_FROM.set(_READ_FROM.get() | names)
+    with _added(_READ_FROM, names):
+        yield
+
+
+@contextlib.contextmanager
+def _added(var: contextvars.ContextVar, names: dict[str, str]) -> Iterator[None]:
+    """Within it, ``var``'s mapping holds ``names`` too (:func:`passed_as`, :func:`read_from`)."""
+    token = var.set(var.get() | names)
     try:
         yield
     finally:
-        _READ_FROM.reset(token)
+        var.reset(token)
 
 
 @contextlib.contextmanager
