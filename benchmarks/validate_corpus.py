@@ -112,6 +112,24 @@ def runs_of(spec: dict, folder: Path) -> list[CalRun]:
     return group_sweeps(runs, spec.get("sweep_by", "lengths"))[0]
 
 
+def unscored(spec: dict, folder: Path) -> str | None:
+    """Why a deployment has no speedup to score, or None: no speculative run has a plain run at its load and lengths
+    (:func:`specsim.calibration.runs.over`), each arm's loads said (the arms of one campaign stored at disjoint
+    concurrencies, as the MI325X InferenceX rows and the B200 TensorRT-LLM 1.3.0rc14 ones are)."""
+    from specsim.calibration.runs import load_key, over
+
+    arms: dict = {"plain": [], "spec": []}
+    for row in spec["runs"]:
+        arms[row["kind"]] += read_bench_file(folder / row["file"])
+    if any(over(p, s) for s in arms["spec"] for p in arms["plain"]):
+        return None
+    said = {k: ", ".join(sorted({r.load for r in v}, key=load_key)) or "none" for k, v in arms.items()}
+    return (
+        f"no speculative run has a plain run at its load and lengths (plain at {said['plain']}; speculative at "
+        f"{said['spec']}): no speedup to score"
+    )
+
+
 def _speedups(runs: list[CalRun], prediction: np.ndarray) -> dict:
     """(load, steps, sweep) -> (measured, predicted) speedup over the plain runs at that load and lengths."""
     from specsim.calibration.engine_fit import _speedups as pairs
@@ -275,7 +293,7 @@ def _one(folder: Path, spec: dict) -> dict:
         "drafter": spec["drafter"],
     }
     dep, why = build(spec, folder)
-    if dep is None:
+    if dep is None or (why := unscored(spec, folder)):
         return row | {"skipped": why}
     runs = runs_of(spec, folder)
     row["runs"] = len(runs)

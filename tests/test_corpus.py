@@ -115,6 +115,27 @@ def test_a_measured_speedup_is_over_plain_runs_of_the_same_engine_build():
     assert paired == 5
 
 
+def test_a_deployment_whose_arms_share_no_load_says_why_it_scores_nothing():
+    """MI325X's InferenceX rows hold the plain arm at 4 and 8 users and the MTP arm at 16 to 64; B200 TensorRT-LLM
+    1.3.0rc14's at 4 and 64 against 32 and 256.  Until 2026-12-07 validate_corpus fitted their plain runs and printed
+    n/a in every column with no reason; it now says which loads each arm ran, and that no speedup can be scored, and
+    fits nothing.  A deployment with one paired load is scored as before."""
+    import importlib.util
+
+    path = ROOT.parent.parent.parent / "benchmarks" / "validate_corpus.py"
+    spec = importlib.util.spec_from_file_location("validate_corpus", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folders = [ROOT / "mi325x-sglang-dsr1-fp8-mtp", ROOT / "b200-trtllm-dsr1-fp8-mtp"]
+    deps = {d["name"].split(":")[0]: (f, d) for f in folders for d in module.deployments(f)}
+    mi325x = module._one(*deps[next(k for k in deps if "MI325X" in k)])
+    rc14 = module._one(*deps["TensorRT-LLM 1.3.0rc14"])
+    assert "plain at concurrency 4, concurrency 8; speculative at concurrency 16, concurrency 32" in mi325x["skipped"]
+    assert "plain at concurrency 4, concurrency 64; speculative at concurrency 32, concurrency 256" in rc14["skipped"]
+    assert "runs" not in mi325x and "runs" not in rc14  # nothing fitted
+    assert module.unscored(deps["TensorRT-LLM 1.2.0rc6"][1], folders[1]) is None
+
+
 def test_the_split_files_validation_writes_one_file_per_load_without_its_acceptance(tmp_path):
     """benchmarks/validate_split_files.py leaves a sweep as vllm bench serve does: one file per concurrency, no
     acceptance; the files read back as the same runs, one per load, with none recorded."""
