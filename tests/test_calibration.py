@@ -2359,6 +2359,16 @@ def test_a_fitted_value_changed_by_hand_is_refused_and_an_unsealed_file_is_said(
     assert main(["speedup", "--calibration", str(bad), "--gamma", "3", "--batch", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "edited.yaml: its content differs from what calibrate-engine wrote" in err[0], err
+    assert err[0].endswith("give the change as a flag beside --calibration (--engine-round-ms, --memory-util, ...)")
+    # Python has no flags: the same refusal to the library names the keywords it takes the change by
+    from specsim.calibration.file import read_calibration
+
+    with pytest.raises(
+        ValueError,
+        match=r"calibration instead \(its deployment's engine\.with_spec\(round_ms=\.\.\.\), an answer's memory_util",
+    ) as e:
+        read_calibration(bad)
+    assert "--" not in str(e.value).split("calibrate again")[1], e.value
     # Without its seal (a file of before 2026-12-05) its values are taken as written, and every answer says so; but
     # an engine of another preset than the terms were fitted on is refused all the same.
     bad.write_text(yaml.safe_dump(record | {"fit_sha256": None}, sort_keys=False))  # a null seal is no seal

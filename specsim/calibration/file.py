@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsim.core.names import given_as
+from specsim.core.names import FLAGS, given_as
 
 __all__ = ["SCHEMA", "Calibration", "read_calibration", "calibration_mapping"]
 
@@ -594,8 +594,8 @@ def read_calibration(path: str | Path) -> Calibration:
     if "fit_sha256" in data and sealed != fit_digest(data):  # after the checks by key; a null seal is no seal
         raise ValueError(
             f"{where}: its content differs from what calibrate-engine wrote (fit_sha256 {sealed!s:.20} does not match "
-            "it): a fitted value changed alone is no fit, as each was fitted with the others; calibrate again, or "
-            "give the change as a flag beside --calibration (--engine-round-ms, --memory-util, ...)"
+            f"it): a fitted value changed alone is no fit, as each was fitted with the others; calibrate again, or "
+            f"{_change_beside('--engine-round-ms', '--memory-util')}"
         )
     _check_terms_agree(where, data)  # (after the seal: a sealed file edited is said so first)
     return Calibration(
@@ -734,6 +734,35 @@ def _read_serving(where: str, raw: object) -> dict | None:
     return dict(raw)
 
 
+def _change_beside(*flags: str) -> str:
+    """How a change to a calibrated value is given instead of an edit, as the caller gives values: on the command line
+    a flag beside ``--calibration``; to Python, an engine term on the calibrated deployment's engine
+    (:meth:`~specsim.engines.base.EnginePreset.with_spec`'s keyword), ``--memory-util`` as an answer's
+    ``memory_utilization``.  The text said the flags to Python callers too, which have none.
+
+    >>> _change_beside("--engine-round-ms", "--memory-util")
+    "give the change beside the calibration instead (its deployment's engine.with_spec(round_ms=...), an answer's memory_utilization=..., ...)"
+    >>> from specsim.core.names import as_flags
+    >>> with as_flags():
+    ...     _change_beside("--engine-round-ms", "--memory-util")
+    'give the change as a flag beside --calibration (--engine-round-ms, --memory-util, ...)'
+    """
+    from specsim.engines.base import TERM_FLAGS, spec_keyword
+
+    terms = {flag for flag, _ in TERM_FLAGS.values()}
+    keywords = {flag: keyword for keyword, flag in FLAGS.items()} | {
+        TERM_FLAGS[t][0]: spec_keyword(t) for t in TERM_FLAGS
+    }
+    named = [given_as(keywords[f], f) for f in flags]
+    if named == list(flags):
+        return f"give the change as a flag beside {given_as('calibration')} ({', '.join(named)}, ...)"
+    said = [
+        f"its deployment's engine.with_spec({n}=...)" if f in terms else f"an answer's {n}=..."
+        for f, n in zip(flags, named)
+    ]
+    return f"give the change beside the calibration instead ({', '.join(said)}, ...)"
+
+
 def _check_terms_agree(where: str, data: dict) -> None:
     """Refuse a file whose values used (``round_terms``, ``iteration_s``, ``iteration_seq_s``, ``prefill_scale``) and
     whose fit's record of them (``terms``: each one's value) disagree: calibrate-engine writes one value twice, so an
@@ -750,8 +779,8 @@ def _check_terms_agree(where: str, data: dict) -> None:
             where_used = f"round_terms.{key}" if key in data["round_terms"] else key
             raise ValueError(
                 f"{where}: {where_used} {value:.6g} disagrees with terms.{key}.value {said:.6g}, which calibrate-engine "
-                "writes as the same value: one was edited; calibrate again, or give the change as a flag beside "
-                "--calibration (--engine-round-ms, --engine-step-ms, ...)"
+                f"writes as the same value: one was edited; calibrate again, or "
+                f"{_change_beside('--engine-round-ms', '--engine-step-ms')}"
             )
 
 

@@ -200,6 +200,15 @@ TERM_FLAGS = {
 TERMS = tuple(TERM_FLAGS)
 
 
+def spec_keyword(term: str) -> str:
+    """The keyword :meth:`EnginePreset.with_spec` takes ``term`` by (a library caller's name for its flag).
+
+    >>> spec_keyword("round_s"), spec_keyword("seq_step_s")
+    ('round_ms', 'seq_step_us')
+    """
+    return TERM_FLAGS[term][0].removeprefix("--engine-").replace("-", "_")
+
+
 @dataclass(frozen=True)
 class EnginePreset:
     """Per-iteration and per-round times of one version of a serving engine, seconds."""
@@ -523,9 +532,7 @@ class EnginePreset:
         spec = dataclasses.replace(self.spec, **changes)
         kernel_spec = dataclasses.replace(self.kernel_spec, **changes)
         # as its caller gave each: the keyword (round_ms) to Python, the flag (--engine-round-ms) on the command line
-        said_as = {
-            k: given_as(TERM_FLAGS[k][0].removeprefix("--engine-").replace("-", "_"), TERM_FLAGS[k][0]) for k in TERMS
-        }
+        said_as = {k: given_as(spec_keyword(k), TERM_FLAGS[k][0]) for k in TERMS}
         overlap_named = given_as("overlap", "--engine-overlap")
         named = ", ".join(said_as[k] for k in changes)
         out = dataclasses.replace(
