@@ -182,8 +182,9 @@ Audited 2026-12-03: the plain arm and the MTP arm's c 4-16 are __tune.md's figur
 version than the one cited, which also holds the first c 32 / 64 MTP figures named above as replaced (they match);
 the c 32 / 64 rerun was not read again (the index the audit used holds no later version). The token totals of all
 ten rows reproduce the client's seed-0 draws. The plain arm's median TPOT stands in for its mean at c 16-64: at c 4
-and 8, where both are recorded, they differ by 0.3%; the MTP arm's mean and median differ by up to 9% (c 16), and
-its mean is what is read.
+and 8, where both are recorded, they differ by 0.3%; the MTP arm's mean and median differ by up to 9% (c 16), so
+both arms are read by their medians (calibrate-engine says so: a mean against a median is not the same
+statistic); read by its mean, the MTP arm's c 16 TPOT is 14.49 ms, not 13.24.
 """
 
 #: Where the manifest's engine and limits come from, written beside them.
