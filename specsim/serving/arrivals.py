@@ -110,12 +110,21 @@ def admission_wait_s(
 
 
 def admission_chain(
-    rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0
+    rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0, queued=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(W, Q): the mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
     ``bound`` (c) requests (the module's docstring); ``rates_of(top)`` gives the rates, per second, at which requests
     leave with the numbers of :func:`admission_grid` (``top``) in the engine (last axis); ``service_scv`` the squared
-    coefficient of variation of a request's time in the engine (the factor :func:`fixed_times_factor`).  inf where the rate reaches the full engine's, r(c).
+    coefficient of variation of a request's time in the engine (the factor :func:`fixed_times_factor`).  inf where the
+    rate reaches the full engine's with a queue behind it, r_q.
+
+    ``queued``: (floor_of, rate), where the full engine with a queue behind it leaves at r_q, not r(c), the rate of c
+    with none queued: an engine that preempts where its KV cache is full preempts only where a queue's head takes a
+    finished request's blocks (:mod:`specsim.serving.preemption`), so it serves r_q below r(c), and that is the
+    capacity a Poisson load crosses (the tail's rho = lambda / r_q).  ``rate()`` gives r_q, asked only where the grid
+    reaches c; ``floor_of(r)`` a bound under r_q from a bound r under r(c) (the grid's r(top)), which the bound that
+    stops the grid short of c takes for the tail, so that a load past r_q is never stopped short of c (and the source
+    is not asked about batches near c where the load is far under both).  None: r_q is r(c).
 
     Q, the share of the chain's time with the engine full, P(n >= c) = pi(c) / (1 - rho) (Erlang C where r(n) = n mu):
     by PASTA an arrival's chance of finding it full, and, as the chain moves by one up and down, the share of finishes
@@ -149,7 +158,8 @@ def admission_chain(
     for _ in range(64):  # top grows by a quarter where it moves: c (at most 65536) within 64 passes
         r = np.asarray(rates_of(top), dtype=float)
         part, weight = _birth_death(lam, top, r)
-        q = lam / r[..., -1]
+        # r(n) >= r(top) up to c (r grows with n) and r_q >= floor_of(r(top)) past it: lambda / q bounds every ratio
+        q = lam / (r[..., -1] if queued is None else np.minimum(r[..., -1], queued[0](r[..., -1])))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             beyond = np.where(q < 1.0, part * q ** (c - top + 1.0) / (1.0 - q) ** 2 / weight / lam, np.inf)
         # the factor is at most 1 (fixed_times_factor), so beyond bounds the wait whatever r(c) turns out to be
@@ -157,7 +167,10 @@ def admission_chain(
         if not np.any(more):
             break
         top = np.where(more, np.minimum(c, np.ceil(NEAR * top)), top)
-    rho = lam / r[..., -1]
+    leaving = r[..., -1]
+    if queued is not None and np.any(top >= c):
+        leaving = np.where(top >= c, np.minimum(leaving, np.asarray(queued[1](), dtype=float)), leaving)
+    rho = lam / leaving
     below = rho < 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         rho_b = np.where(below, rho, 0.5)

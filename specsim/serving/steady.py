@@ -52,7 +52,9 @@ grows), never a negative or divergent number.  Where the KV cache holds that ful
 admission bound) wait for a request to end: the engine as its flow-equivalent server, departures at the rate of a
 closed loop of n users for n up to N_e, a birth-death chain whose queue's mean wait is scaled by M/D/c's factor over
 it where every request needs the same iterations (the engine as c servers of fixed work)
-(:func:`specsim.serving.arrivals.admission_chain`); it is in TTFT and end-to-end, not in N_e's in-engine count.  The
+(:func:`specsim.serving.arrivals.admission_chain`); it is in TTFT and end-to-end, not in N_e's in-engine count.  With a
+queue behind it the full engine serves its charged rate where it preempts, below r(c): the chain's capacity, where the
+load turns past capacity and the full engine's output meets the open loop's lambda O.  The
 same chain has the engine full a share Q of the time; where its KV cache binds and it preempts, the finishes then are
 a full engine's, charged Q times the saturated counts (:func:`specsim.serving.preemption.queued_charge`, in
 :func:`open_loop_times`).
@@ -1019,16 +1021,20 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     b = 1.0 + lam * D * t_dec
     # Arrivals that find the engine full queue until a request ends (specsim.serving.arrivals): the engine as the
     # closed loop of n users at each n up to its bound; service times spread as exponential's unless lengths are fixed.
+    # Where the full engine's KV cache binds and it preempts, a queue behind it is served at the charged full engine's
+    # rate, below r(c): the capacity the load crosses, where the full engine served past it takes over continuously.
+    full_pop = closed_population(steps.acceptance, g, cap, P, O, limits, None, steps.fixed_lengths, cap)
+    resume_s = functools.partial(_resume_s, steps)
+    floor_of = _queued_floor(full_pop, cap, kv_full, P + steps.cached, O, g, limits, resume_s)
+    queued = None if floor_of is None else (floor_of, lambda: full_engine().requests_per_s)
     wait, full_share = admission_chain(
-        lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths
+        lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths, queued
     )
     # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
     # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
     wave = None
     if np.any(np.asarray(full_share) > 0.0) and np.any(kv_full):  # the full engine's wave, its population at N_e
-        full = closed_population(steps.acceptance, g, cap, P, O, limits, None, steps.fixed_lengths, cap)
-        wave = wave_of(full, limits, g, steps.fixed_lengths, P, steps.acceptance, O)
-    resume_s = functools.partial(_resume_s, steps)
+        wave = wave_of(full_pop, limits, g, steps.fixed_lengths, P, steps.acceptance, O)
     charged = queued_charge(limits, full_share, cap, kv_full, P + steps.cached, O, resume_s, wave)
     share = lam * t_pf
     if charged is not None:
@@ -1082,6 +1088,31 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     )
 
 
+def _queued_floor(population, in_engine, kv_full, whole, O, gamma, limits, resume_s):
+    """floor_of(r): a bound under the rate of the full engine that a queue keeps full (:func:`_closed_loop` with
+    ``kv_full``, charged :func:`saturated_charge`), from a bound r under its rate with none preempted, r(c), asked of
+    no step at its batch (:func:`specsim.serving.arrivals.admission_chain`'s ``queued``); None where nothing is
+    charged.  In :func:`closed_loop_times` the charge adds to a request's time in the engine its own resumes' iterations
+    and time, its_r t_dec + m t_r, and the others' resumes in each of its C + its_r iterations, (N_e - 1) m t_r / (C +
+    its_r) each: at most N_e m t_r + its_r t_dec in all; t_dec is at most the time in the engine with none preempted,
+    N_e / r(c), over its D rounds, and D >= (O - 1) / (gamma + 1) (a round emits at most gamma + 1 tokens).  So
+    r_q >= 1 / ((1 + its_r / D) / r + m t_r), with m, L and its_r = m ceil(L / budget) the counts of every finish's
+    growth (z = 1: the wave's z only lowers them)."""
+    charged = saturated_charge(limits, in_engine, kv_full, whole, O, resume_s)
+    if charged is None:
+        return None
+    m, L, t_r = charged
+    budget = limits.max_batched_tokens if population.own_budget is None else np.maximum(population.own_budget, 1.0)
+    its = m * np.maximum(np.ceil(L / budget), 1.0)
+    rounds = np.maximum((np.asarray(O, dtype=float) - 1.0) / (np.asarray(gamma, dtype=float) + 1.0), 1.0)
+
+    def floor_of(r):
+        with np.errstate(divide="ignore"):
+            return np.where(m > 0.0, 1.0 / ((1.0 + its / rounds) / r + m * t_r), np.inf)
+
+    return floor_of
+
+
 def past_capacity(
     share, batch, in_engine, prompt_tokens, budget_left, iteration, t_dec, rate_per_s=0.0, engine_rate_per_s=np.inf
 ) -> np.ndarray:
@@ -1090,11 +1121,13 @@ def past_capacity(
     the whole engine (their ``share`` of it, lambda t_pf, reaches 1), the decoding ``batch`` it implies (1 + lambda D
     t_dec) is past the ``in_engine`` it holds, the ``prompt_tokens`` arriving per iteration (lambda P t_dec) are more
     than the ``budget_left`` beside the decoding, the ``iteration`` at t_dec is longer than t_dec (no fixed point: prefill
-    batches run apart that grow faster than it), or the ``rate_per_s`` reaches ``engine_rate_per_s``, r(c), the rate of
-    the closed loop of the N_e it holds with none preempted (:func:`_engine_rates` at c), where the wait for admission
-    is unbounded (:func:`specsim.serving.arrivals.admission_wait_s`).  The one home of that judgement: the answers at a
-    rate (r(c) as the admission chain found it) and calibrate-engine's runs at one (that closed loop at the values it
-    tries) both take it.
+    batches run apart that grow faster than it), or the ``rate_per_s`` reaches ``engine_rate_per_s``, the full
+    engine's rate, where the wait for admission is unbounded (:func:`specsim.serving.arrivals.admission_wait_s`): the
+    closed loop of the N_e it holds, charged its preemptions where its KV cache binds and it preempts (a queue behind
+    it is served at that rate, below r(c), the same N_e's with none preempted: :func:`_engine_rates` at c), so that the
+    output served meets the full engine's there.  The one home of that judgement: the answers at a rate (the rate as
+    the admission chain found it) and calibrate-engine's runs at one (that closed loop at the values it tries) both
+    take it.
 
     >>> past_capacity([0.5, 1.0, 0.5], [10.0, 10.0, 300.0], 256.0, 100.0, 8192.0, 0.02, 0.02).tolist()
     [False, True, True]
