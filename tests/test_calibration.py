@@ -3234,6 +3234,33 @@ def test_a_rate_the_answers_find_past_the_full_engines_rate_is_timed_as_the_full
     assert np.isinf(t["e2e_s"][0])
 
 
+def test_a_rate_past_the_charged_full_engines_rate_is_timed_as_the_full_engine_by_the_fit_as_by_the_answers():
+    """Where the KV cache binds a full engine that preempts, a queue behind it is served at the charged full engine's
+    rate, below r(c) (the N_e it holds with none preempted): the answers' capacity (steady._open_loop's admission
+    chain).  The fit took r(c) uncharged, so on vLLM 0.20.0 (H100, Llama-3.1-8B, 1,000 + 256 tokens, max_num_seqs
+    1,024, budget 8,192, the KV cache the capacity model leaves, efficiency scale 0.85, 0.4 ms an iteration) a run at
+    22/s, past the charged 21.40/s and under r(c), was timed as an open loop by the fit (5,632 output tokens/s) and as
+    the full engine by the answers (5,479).  One rule now: the fit's TPOT and throughput are the answers' to 1e-9."""
+    from specsim.serving.capacity import free_kv_bytes
+    from specsim.serving.steady import EngineLimits, steady_state
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", None, engine="vllm@0.20.0", decode_only=True)
+    limits = EngineLimits(1024, 8192)
+    P, O, rate = 1000.0, 256.0, 22.0
+    kv = free_kv_bytes(dep, P, O, 0, None, 8192, 1024, None)
+    truth = Values(0.85, 0.4e-3, 0.0, 1.0, dep.engine.spec, None, ())
+    run = CalRun(BenchRun("x.jsonl", 1, "vllm", None, "rate 22/s", 200, 0.01, None, P, O, None, kind="rate",
+                          load_value=rate))  # fmt: skip
+    model = RunModel(dep, [run], limits, kv)
+    want = steady_state(model.deployment(truth), 0.8, [0], [rate], P, O, "rate", limits, kv, fixed_lengths=True)
+    assert bool(want.saturated[0, 0]) and float(want.preemptions[0, 0]) > 0.0  # the charged full engine's
+    model.settle(truth)
+    t = model.times(truth, np.arange(1))
+    assert bool(model.full[0]) and bool(t["past"][0])
+    assert t["tpot_s"][0] == pytest.approx(float(want.tpot_s[0, 0]), rel=1e-9)
+    assert t["output_tokens_per_s"][0] == pytest.approx(float(want.output_tokens_per_s[0, 0]), rel=1e-9)
+
+
 def test_a_run_judged_by_end_to_end_latency_that_a_fit_takes_past_capacity_keeps_a_finite_continuous_residual():
     """An e2e-judged rate run below capacity at the preset (refused where past it there: tests/test_hostile_inputs.py)
     can be taken past capacity by the values a fit tries: its end-to-end latency was inf there, the residual with it,

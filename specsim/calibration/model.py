@@ -529,9 +529,9 @@ class RunModel:
     def _closed_times(self, values: Values, i: np.ndarray, k: str, step, own_at, t_pf, base, batch_base) -> dict:
         """The times of runs ``i`` as a closed loop (:func:`~specsim.serving.steady.closed_loop_times`): of its users
         (``k`` "concurrency"), of the N_e an offline batch drains through ("drain"), or of the N_e Poisson arrivals past
-        its capacity fill, users that never run out ("full"; steady._open_loop's full engine), each charged the
-        preemption :mod:`specsim.serving.preemption` gives that loop; or of that N_e with none preempted ("engine",
-        whose rate is r(c), as :func:`~specsim.serving.steady.past_capacity` takes it)."""
+        its capacity fill, users that never run out ("full"; steady._open_loop's full engine, whose rate is the
+        capacity :func:`~specsim.serving.steady.past_capacity` takes), each charged the preemption
+        :mod:`specsim.serving.preemption` gives that loop."""
         pop = self.population(values.alphas, i)
         own = own_step_s(pop.batch_own, own_at, step, base)
 
@@ -546,8 +546,6 @@ class RunModel:
 
         def charge():
             args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
-            if k == "engine":  # none preempted: the rate r(c) of steady._engine_rates at c
-                return None
             if k == "full":
                 kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
                 wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
@@ -599,8 +597,9 @@ class RunModel:
     def _rate_times(self, values: Values, i: np.ndarray, up, step, own_at, t_pf, base, batch_base) -> dict:
         """The times of runs ``i`` at a Poisson rate: the open loop's (:func:`~specsim.serving.steady.open_loop_times`)
         at its own fixed point, and where that is past what the engine serves (:func:`~specsim.serving.steady.
-        past_capacity`, the answers' rule, with r(c) the closed loop of its N_e with none preempted), the full engine's
-        (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past" says where.
+        past_capacity`, the answers' rule, with the capacity the full engine's rate, charged where it preempts), the
+        full engine's (:meth:`_closed_times`), its TTFT and end-to-end latency inf (the queue grows over the run); "past"
+        says where.
 
         The decoding batch is solved at every evaluation, not held: b = 1 + lambda D t_dec, with t_dec the open loop's
         at the step at b, the step taken linear in b about the held batch (its slope from the step there and at the
@@ -638,11 +637,12 @@ class RunModel:
         with np.errstate(invalid="ignore"):
             budget = np.maximum(self.limits.prefill_budget(np.minimum(b, 1e18), self.steps[i]), 1.0)
             extra = lam * t_pf * t_dec + open_batches_s(t_dec, lam, apart)
-            # r(c), the closed loop of the N_e it holds with none preempted (steady._engine_rates at c), at its
-            # population's batches
+            # the capacity, the full engine's rate at its population's batches: r(c), the closed loop of the N_e it
+            # holds, charged where its KV cache binds and it preempts (a queue behind it is served at that rate, as
+            # steady._open_loop's admission chain takes it; none charged elsewhere, r(c) of steady._engine_rates)
             pop = self.population(values.alphas, i)
             parts = (step_at(pop.batch)[0], step_at(np.maximum(pop.batch_own, 1.0))[1], t_pf, base, batch_base)
-            engine = self._closed_times(values, i, "engine", *parts)
+            engine = self._closed_times(values, i, "full", *parts)
             past = past_capacity(
                 lam * t_pf,
                 b,
@@ -656,7 +656,7 @@ class RunModel:
             )
         if past.any():
             j = np.flatnonzero(past)
-            full = self._closed_times(values, i[j], "full", *(p[j] if np.ndim(p) else p for p in parts))
+            full = {key: np.broadcast_to(value, np.shape(i))[j] for key, value in engine.items()}
             for key in t:
                 t[key][j] = full[key] if key not in ("ttft_s", "e2e_s") else np.inf
             # what a run judged by its end-to-end latency is fitted to there: the full engine's, and its queue's growth
