@@ -67,13 +67,14 @@ serves with the N_e the cache holds, the queue grows without end and the engine 
 never run out, N infinite, so the queue's prompts never bound the recompute, R = max(O - A - N_e S, 0), and the
 waits and resumes are the closed loop's at N_e.  The charge lowers the engine's rate, so the served rate drops from
 the capacity to the preempting engine's as the load crosses it (vLLM's throughput falls as a queue builds; the
-simulator plays it).  Where every request has the same lengths, only the growth of the iterations with no finish is
-preempted: vLLM grows the running requests' blocks after a finished request's came back, so an iteration after one
+simulator plays it).  Only the growth of the iterations with no finish is preempted: vLLM grows the running requests' blocks after a finished request's came back, so an iteration after one
 with a finish has at least P + O free and does not preempt, and the others preempt the newest, holding about P, where
 their growth b exceeds the fragment f in [0, P) the last admissions left: b / P of them with f even, about b tokens.
 Per request, over the lambda = b / O finishes an iteration, R = z (O - A - N_e S), z the share of iterations with no
-finish (R = O z within -2% to +5% of the simulator's, ``docs/serving.md``).  The finishes come in one wave a cycle,
-and z is derived from it in :func:`unfinished_share`; where lengths vary z is 1 (not modelled).
+finish (R = O z within -2% to +5% of the simulator's, ``docs/serving.md``; where lengths vary, uniform +-50% or
+lognormal, the ledger's recompute a request is O z within 0.02 O, ``benchmarks/preemption_varied.py``).  Where every
+request has the same lengths the finishes come in one wave a cycle, and z is derived from it; where lengths vary they
+are Poisson's, z = e^-lambda (:func:`unfinished_share`; until 2026-12-07 z was 1 there, the whole output's growth).
 
 Poisson arrivals below that capacity (:func:`queued_charge`).  The mean number in the engine is under N_e, but the
 Poisson swings take it there: the steady state's birth-death chain of the number in the system
@@ -208,10 +209,16 @@ def unfinished_share(
     in_engine, cycle, per_iteration, rounds_sd, input_tokens, output_tokens, resumed_tokens, iterations: int = 200
 ) -> np.ndarray:
     """z, the share of a full engine's iterations with no finish (the growth of those alone is preempted: the module's
-    docstring), where the queue never runs dry and every request has the same lengths: the ``in_engine`` requests
-    finish once a ``cycle`` of C iterations, lambda = N_e / C an iteration; the iterations' budget completes G =
-    ``per_iteration`` prompts; each request's rounds spread by ``rounds_sd`` a cycle (0 plain; inf where lengths vary:
-    z = 1, not modelled); ``resumed_tokens`` L, what a resume prefills.
+    docstring), where the queue never runs dry: the ``in_engine`` requests finish once a ``cycle`` of C iterations,
+    lambda = N_e / C an iteration; the iterations' budget completes G = ``per_iteration`` prompts; each request's
+    rounds spread by ``rounds_sd`` a cycle where every request has the same lengths (0 plain; inf where lengths vary);
+    ``resumed_tokens`` L, what a resume prefills.
+
+    Where lengths vary, no wave: the requests whose prompts went through the budget together finish apart (their
+    outputs differ), so each iteration's finishes are a sum of many requests' small chances, Poisson's, lambda an
+    iteration, and z = e^-lambda.  Read off the simulator's ledger (``benchmarks/preemption_varied.py``: outputs and
+    prompts uniform +-50% or lognormal, 1,000 in and 256 or 1,024 out, plain and EAGLE-3, H100): the finishes an
+    iteration have variance over mean 0.93-1.02, and the share with none is e^-lambda of their own lambda within 0.01.
 
     One wave a cycle.  Every finish is followed by an admission from the queue's head (vLLM admits after the running
     grow, while a prompt fits), and the prompts complete at most G an iteration, so the requests never preempted
@@ -233,8 +240,8 @@ def unfinished_share(
     >>> z = unfinished_share(441, 256.0, 7.75, 0.0, 1000, 256, 1000)  # H100, 1,000 in, 256 out, plain
     >>> round(float(z), 3)
     0.654
-    >>> round(float(unfinished_share(441, 256.0, 7.75, np.inf, 1000, 256, 1000)), 3)  # lengths that vary
-    1.0
+    >>> round(float(unfinished_share(441, 256.0, 7.75, np.inf, 1000, 256, 1000)), 3)  # lengths that vary: e^-lambda
+    0.179
     """
     n_e, C, G, sd, P, O, L = np.broadcast_arrays(
         *(
@@ -247,8 +254,8 @@ def unfinished_share(
     refill = np.clip(1.0 - (lam * O - O + L - P) / P, 0.0, 1.0)
     known = np.isfinite(sd)
     edges = np.where(known, 2.0 * _edge(G) * np.where(known, sd, 0.0) / C, 0.0)
-    z = np.ones_like(lam)
-    for _ in range(iterations):
+    z, new = np.ones_like(lam), np.ones_like(lam)
+    for _ in range(iterations if np.any(known) else 0):
         p1 = np.minimum(O * z / (L * (1.0 + refill)), 1.0)
         gap = np.clip(1.0 - lam * (1.0 - p1) / G - edges, 0.0, 1.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -256,8 +263,9 @@ def unfinished_share(
         z, before = 0.5 * (z + new), z
         if np.max(np.abs(z - before), initial=0.0) <= SETTLED:  # a share, to well below any digit printed of it
             break
-    # (where the wave takes every iteration the map is 0 and damping leaves 2^-iterations: none, exactly)
-    return np.where(known, np.where(new > 0.0, z, 0.0), 1.0)
+    # (where the wave takes every iteration the map is 0 and damping leaves 2^-iterations: none, exactly); where lengths
+    # vary the finishes are Poisson's, lambda an iteration, and e^-lambda of the iterations have none
+    return np.where(known, np.where(new > 0.0, z, 0.0), np.exp(-lam))
 
 
 def wave_of(population, limits, gamma, fixed_lengths, input_tokens, acceptance, output_tokens) -> tuple:
