@@ -126,6 +126,8 @@ def run_case(case, n: int, seed: int = 0) -> list[dict]:
         done = [e for e in ledger.preempted if t0 < e[0] <= t1]
         finished = int(((run.finish_s > t0) & (run.finish_s <= t1)).sum())
         recomputed = sum(e[2] for e in done) / max(finished, 1)
+        waits = np.array([y - x for x, y in ledger.waits if t0 < x <= t1])
+        rate = finished / max(t1 - t0, 1e-12)
         rows.append(
             {
                 "arm": f"g{GAMMA if i else 0}",
@@ -141,6 +143,17 @@ def run_case(case, n: int, seed: int = 0) -> list[dict]:
                 "z": float(np.mean(k == 0)),
                 "poisson": math.exp(-lam),
                 "R_over_O": recomputed / float(np.mean(outputs)),
+                # the resumes and the waits apart: tokens a resume recomputes (the charge's L = P + m O / (4 N_e), the
+                # root of L^2 - P L - R O / (4 N_e) with R = m L: preemption's docstring, beside), the output the
+                # victims had decoded, the share preempted before, and the wait at the queue's front in inter-finish
+                # intervals (the charge: half of one)
+                "L": (
+                    float(np.mean([e[2] for e in done])) if done else 0.0,
+                    P + float(charged[i, 0]) * O / (4.0 * float(s.in_engine[i, 0])),
+                ),
+                "decoded": float(np.mean([e[6] for e in done])) if done else 0.0,
+                "again": float(np.mean([e[5] for e in done])) if done else 0.0,
+                "wait": float(waits.mean()) * rate if waits.size else 0.0,
             }
         )
     return rows
@@ -155,7 +168,7 @@ def main(argv=None) -> int:
     picks = range(len(CASES)) if args.only is None else [int(v) for v in args.only.split(",")]
     print(
         "case | arm | N_e | preemptions/request steady / sim (span) | TPOT ms steady / sim (gap) | lambda, var/mean"
-        " | z (e^-lambda) | R / O"
+        " | z (e^-lambda) | R / O | L sim / steady | victims' decoded | again | wait (finishes)"
     )
     for j in picks:
         for r in run_case(CASES[j], args.requests, args.seed):
@@ -163,7 +176,8 @@ def main(argv=None) -> int:
                 f"{j} {CASES[j][0]} | {r['arm']} | {r['n_e']:.0f} | {r['steady_m']:.3f} / {r['sim_m']:.3f}"
                 f" ({r['sim_m_span']:.3f}) | {r['steady_tpot'] * 1e3:.2f} / {r['sim_tpot'] * 1e3:.2f}"
                 f" ({r['steady_tpot'] / r['sim_tpot'] - 1:+.0%}){' past' if r['past'] else ''}"
-                f" | {r['lambda']:.3f}, {r['dispersion']:.2f} | {r['z']:.3f} ({r['poisson']:.3f}) | {r['R_over_O']:.3f}",
+                f" | {r['lambda']:.3f}, {r['dispersion']:.2f} | {r['z']:.3f} ({r['poisson']:.3f}) | {r['R_over_O']:.3f}"
+                f" | {r['L'][0]:.0f} / {r['L'][1]:.0f} | {r['decoded']:.0f} | {r['again']:.2f} | {r['wait']:.1f}",
                 flush=True,
             )
     return 0

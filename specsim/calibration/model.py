@@ -541,20 +541,24 @@ class RunModel:
             spec = self.steps[i] > 0
             return self.deployment(Values(scale=values.scale)).prefill_s(L, draft=spec) / values.prefill_scale
 
-        # (a full engine's charge depends on its population and acceptance too, through its wave: preemption.wave_of)
-        alpha = self.acceptance(values.alphas, i)[0] if k == "full" else None
+        # (a full engine's charge depends on its population and acceptance too, through its wave: preemption.wave_of; a
+        # closed loop's where lengths vary, closed_loop_charge)
+        waved = k == "full" or (k == "concurrency" and not self.same_lengths[i].all())
+        alpha = self.acceptance(values.alphas, i)[0] if waved else None
 
         def charge():
             args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
+            wave = None
+            if waved:
+                wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
             if k == "full":
                 kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
-                wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
                 return saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s, wave)
-            return (closed_loop_charge if k == "concurrency" else drained_charge)(*args, resume_s)
+            return closed_loop_charge(*args, resume_s, wave) if k == "concurrency" else drained_charge(*args, resume_s)
 
         # The charge depends on the runs and the prompt's time alone, kept: a fit's steps in the engine's other terms
         # and the acceptances ask for the same one (6% of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU).
-        wave_key = np.asarray(pop.cycle).tobytes() + alpha.tobytes() if k == "full" else b""
+        wave_key = np.asarray(pop.cycle).tobytes() + alpha.tobytes() if waved else b""
         preempted = _kept(self._charges, (k, i.tobytes(), values.scale, values.prefill_scale, wave_key), charge, 64)
         requests = self.completed[i] if k == "concurrency" else None
         # What the population alone decides of the times (steady.closed_loop_meets), kept with it: a fit's steps in the

@@ -158,20 +158,44 @@ def closed_loop_preemption(
     queued = np.maximum(n - n_e, 0.0)
     uncovered = np.maximum(O - ahead - n_e * set_aside, 0.0)
     # users may be inf (a queue that never runs dry: saturated_charge); no prompt then still bounds it at 0, not nan
+    # only the growth of the iterations with no finish is preempted, at most what the queue's prompts hold
+    uncovered = uncovered * np.asarray(unfinished, dtype=float)
     recomputed = np.where(binds, np.minimum(uncovered, np.where(P > 0.0, queued, 0.0) * P), 0.0)
-    recomputed = recomputed * np.asarray(unfinished, dtype=float)
     held = np.maximum(n_e, 1.0)
     resumed = (P + np.sqrt(P**2 + recomputed * O / held)) / 2.0
     count = np.where(recomputed > 0.0, recomputed / np.maximum(resumed, 1.0), 0.0)
     return count, np.where(count > 0.0, resumed, 0.0)
 
 
-def closed_loop_charge(limits, users, in_engine, limited_by, input_tokens, output_tokens, resume_s) -> tuple | None:
+def closed_loop_charge(
+    limits, users, in_engine, limited_by, input_tokens, output_tokens, resume_s, wave=None
+) -> tuple | None:
     """What :func:`specsim.serving.steady.closed_loop_times` charges for preemption (its ``preempted``): (m, L, t_r),
     the counts of :func:`closed_loop_preemption` under the KV policy of ``limits`` and t_r = ``resume_s(L)``, a resume's
     marginal prefill time from the caller's step-time source; None where nothing is preempted.  The steady state and
-    calibrate-engine's fit both take it here, so a calibration is fitted under the charge its answers carry."""
-    count, resumed = closed_loop_preemption(limits.kv_policy, users, in_engine, limited_by, input_tokens, output_tokens)
+    calibrate-engine's fit both take it here, so a calibration is fitted under the charge its answers carry.
+
+    ``wave``: the loop's :func:`wave_of`.  Where lengths vary (its spread inf) only the growth of the iterations with
+    no finish is preempted, e^-lambda of them (:func:`unfinished_share`), as past a Poisson capacity: a queue that
+    outlasts the finishes between two is the same full engine (``benchmarks/preemption_varied.py``'s closed loops).
+    Where every request has the same lengths a closed loop keeps the whole output's growth (z = 1): its convoys' wave
+    is not derived here.
+
+    >>> from specsim.serving.limits import EngineLimits
+    >>> from specsim.engines.engine import KvPolicy
+    >>> vllm = EngineLimits(kv_policy=KvPolicy(0.0, 16))
+    >>> round(float(closed_loop_charge(vllm, 1024, 441, "kv cache", 1000, 256, lambda L: 0.0)[0]), 3)
+    0.256
+    >>> wave = (441, 256.0, 7.75, np.inf)  # lengths that vary: e^-(441 / 256) of the growth
+    >>> round(float(closed_loop_charge(vllm, 1024, 441, "kv cache", 1000, 256, lambda L: 0.0, wave)[0]), 3)
+    0.046
+    """
+    policy = limits.kv_policy
+    count, resumed = closed_loop_preemption(policy, users, in_engine, limited_by, input_tokens, output_tokens)
+    if wave is not None and np.any(count > 0.0):
+        z = unfinished_share(*wave[:3], np.inf, input_tokens, output_tokens, input_tokens)
+        z = np.where(np.isinf(np.asarray(wave[3], dtype=float)), z, 1.0)
+        count, resumed = closed_loop_preemption(policy, users, in_engine, limited_by, input_tokens, output_tokens, z)
     if not np.any(count > 0.0):
         return None
     return count, resumed, resume_s(resumed)

@@ -836,7 +836,8 @@ def _closed_loop(
     if drained:
         preempted = drained_charge(limits, N, n_e, limited, whole, O, resume_s)
     elif kv_full is None:
-        preempted = closed_loop_charge(limits, N, n_e, limited, whole, O, resume_s)
+        wave = wave_of(pop, limits, steps.gamma, steps.fixed_lengths, P, steps.acceptance, O)
+        preempted = closed_loop_charge(limits, N, n_e, limited, whole, O, resume_s, wave)
     else:
         wave = wave_of(pop, limits, steps.gamma, steps.fixed_lengths, P, steps.acceptance, O)
         preempted = saturated_charge(limits, n_e, kv_full, whole, O, resume_s, wave)
