@@ -239,6 +239,33 @@ def test_a_hybrid_over_kernels_kept_in_memory_answers_as_over_the_kernels():
     assert MemoSource(RooflineSource(H100)).table(model) is None
 
 
+def test_a_fits_hybrid_sources_untile_each_kernels_pass_once_whatever_the_efficiency_scale(monkeypatch):
+    """A fit builds one hybrid source per efficiency scale it tries, each over the same kept kernels
+    (specsim.calibration.model._scaled); each took every decode step's GEMMs off the kernel table again to untile them,
+    though neither the kernels' pass nor its tiles change with the scale.  The untiled pass is kept with the kept
+    kernels: a second scale reads no table, and every step is the one a source that keeps nothing gives, to the bit."""
+    from specsim.timing.hybrid import HybridSource
+    from specsim.timing.memo import MemoSource
+    from specsim.timing.roofline import RooflineSource
+
+    model = get_model("llama-3.1-8b")
+    kern = KernelSource(H100)
+    kept = MemoSource(kern)
+    reads = []
+    real = KernelTable.gemm_hull
+    monkeypatch.setattr(KernelTable, "gemm_hull", lambda self, m: reads.append(m) or real(self, m))
+    for scale in (1.0, 0.8, 0.6):
+        hw = dataclasses.replace(H100, compute_eff=H100.compute_eff * scale, bandwidth_eff=H100.bandwidth_eff * scale)
+        before = len(reads)
+        steps = [HybridSource(RooflineSource(hw), kept).step_time(model, B, q, 1128).total_s for q in (1, 4)]
+        if scale != 1.0:
+            assert len(reads) == before  # the decode step and the verification untiled at the first scale, kept
+        for q, got in zip((1, 4), steps):
+            np.testing.assert_array_equal(
+                got, HybridSource(RooflineSource(hw), kern).step_time(model, B, q, 1128).total_s
+            )
+
+
 def test_a_rounds_passes_are_each_priced_once_and_as_a_source_that_keeps_none_prices_them(monkeypatch):
     """The hybrid priced a round's passes again and again: its kernel source timed the roofline's pass beside the
     hybrid's own (for its fallback), and the verification timed the decode step the round had just timed, so a round of

@@ -53,12 +53,15 @@ import numpy as np
 from specsim.describe.models import ModelShape
 from specsim.timing.base import StepTime
 from specsim.timing.kernels import KernelSource
+from specsim.timing.memo import MemoSource
 from specsim.timing.roofline import RooflineSource
 
 __all__ = ["HybridSource"]
 
 #: The models whose last decode step a hybrid source keeps at once (HybridSource.step_time): a round's target and draft.
 _MODELS_KEPT = 16
+#: The kernels' passes whose untiled time a hybrid source keeps at once (HybridSource._untiled_own_s).
+_UNTILED_KEPT = 4096
 
 
 class HybridSource:
@@ -71,6 +74,9 @@ class HybridSource:
         self.roofline = roofline
         self.kernels = kernels
         self._decode_steps: dict = {}  # id(model) -> (model, its (b, L), its last decode step's (roofline, kernels, untiled own s))
+        # (id of a kernels' pass, its tokens) -> (that pass, its untiled own s), kept with the kernels' passes where they
+        # are kept (_untiled_own_s)
+        self._untiled: dict | None = kernels.derived if isinstance(kernels, MemoSource) else None
 
     @property
     def notes(self) -> list[str]:
@@ -163,9 +169,26 @@ class HybridSource:
         """The kernels' pass ``k`` of ``tokens`` tokens (b q) without its collectives and with its GEMMs untiled: less
         what the measured GEMMs take over their line's lower convex hull
         (:meth:`~specsim.timing.kernels.KernelTable.gemm_hull`), seconds.  Where ``k`` left the data it is the
-        roofline's, which has no tiles."""
+        roofline's, which has no tiles.
+
+        Kept with the kernels' passes where they are kept (a :class:`~specsim.timing.memo.MemoSource`, as a fit's
+        deployments have, one hybrid source a scale sharing it: :func:`specsim.calibration.model.memoised`): a fit asks
+        for the same decode steps at every efficiency scale it tries, and neither the kernels' pass nor its tiles change
+        with the scale (about a fifth of the hybrid source's CPU in tests/test_calibration.py)."""
+        tokens = np.asarray(tokens, dtype=float)
+        key = ("untiled own s", id(k), tokens.shape, tokens.tobytes())
+        kept = None if self._untiled is None else self._untiled.get(key)
+        if kept is not None and kept[0] is k:  # (the pass kept with it: its id is not reused while it is a key)
+            return kept[1]
         table = self.kernels.table(model)
         tiles = 0.0 if table is None else np.nan_to_num(table.gemm(tokens) - table.gemm_hull(tokens))
         if k.fallback is not None:
             tiles = np.where(k.fallback, 0.0, tiles)
-        return k.total_s - k.comm_s - tiles
+        own = k.total_s - k.comm_s - tiles
+        if self._untiled is not None:  # (elsewhere each pass is a new one: none is asked again)
+            if len(self._untiled) >= _UNTILED_KEPT:
+                self._untiled.clear()
+            if isinstance(own, np.ndarray):
+                own.flags.writeable = False  # one array for every caller
+            self._untiled[key] = (k, own)
+        return own

@@ -31,6 +31,9 @@ class MemoSource:
         self.name, self.gpu_time_only = inner.name, inner.gpu_time_only
         self._answers: dict = {}
         self._models: dict = {}  # id -> model: an id is never reused while it is a key
+        #: What a caller derives from these answers alone, kept with them by the caller's own keys (the hybrid source's
+        #: untiled kernel passes, :meth:`~specsim.timing.hybrid.HybridSource._untiled_own_s`).
+        self.derived: dict = {}
 
     @property
     def notes(self) -> list:
