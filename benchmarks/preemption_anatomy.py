@@ -190,7 +190,6 @@ class Clock:
 
 def run_case(case) -> list[dict]:
     """Simulate ``case`` (one of :data:`CASES`) plain and speculating with the ledger on; one row of counts per arm."""
-    from specsim.serving import simulator
     from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
     from specsim.speculation.deployment import Deployment
@@ -207,6 +206,18 @@ def run_case(case) -> list[dict]:
     else:
         s = served_state(dep, 0.8, [0, gamma], [users], P, O, limits=limits)
         arrivals = None
+    runs, captured = ledgered_runs(dep, Requests(np.full(n, P), np.full(n, O), arrivals), 0.8, gamma, limits, users)
+    return [
+        _row(run, ledger, limits.arm(i > 0).for_deployment(dep), s, i, case)
+        for i, (run, ledger) in enumerate(zip(runs, captured))
+    ]
+
+
+def ledgered_runs(dep, requests, alpha, gamma, limits, users, seed=None):
+    """(runs, ledgers): serve_compare's plain and speculating runs of ``requests``, each watched by a fresh
+    :class:`Ledger` (``preemption_varied.py`` reads its ledgers too)."""
+    from specsim.serving import simulator
+
     captured, real_simulate = [], simulator.simulate
 
     def capture(*a, **k):  # serve_compare's two runs, each with a fresh ledger
@@ -219,15 +230,11 @@ def run_case(case) -> list[dict]:
     instrument()
     simulator.simulate = capture
     try:
-        runs = simulator.serve_compare(
-            dep, Requests(np.full(n, P), np.full(n, O), arrivals), 0.8, gamma, limits, concurrency=users
-        )[:2]
+        extra = {} if seed is None else {"seed": seed}
+        runs = simulator.serve_compare(dep, requests, alpha, gamma, limits, concurrency=users, **extra)[:2]
     finally:
         simulator.simulate = real_simulate
-    return [
-        _row(run, ledger, limits.arm(i > 0).for_deployment(dep), s, i, case)
-        for i, (run, ledger) in enumerate(zip(runs, captured))
-    ]
+    return runs, captured
 
 
 def _row(run, ledger, arm_limits, s, i: int, case) -> dict:

@@ -67,11 +67,10 @@ def draw(kind: str, P: int, O: int, n: int, rng: np.random.Generator) -> tuple[n
 
 def run_case(case, n: int, seed: int = 0) -> list[dict]:
     """Both arms of ``case``: the steady state's charge and TPOT beside the simulator's, and the ledger's finishes."""
-    from preemption_anatomy import _NOW, Clock, Ledger, instrument
+    from preemption_anatomy import ledgered_runs
     from steady_vs_sim_kv import steady_part
     from steady_vs_sim_open import middle
 
-    from specsim.serving import simulator
     from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
     from specsim.speculation.deployment import Deployment
@@ -91,23 +90,7 @@ def run_case(case, n: int, seed: int = 0) -> list[dict]:
         s = served_state(dep, ALPHA, [0, GAMMA], [x], P, O, limits=limits, fixed_lengths=fixed)
         arrivals, users = None, int(x)
     prompts, outputs = draw(kind, P, O, n, rng)
-    captured, real = [], simulator.simulate
-
-    def capture(*a, **k):
-        ledger = Ledger()
-        captured.append(ledger)
-        _NOW.append(ledger)
-        k["observer"] = ledger.clock = Clock()
-        return real(*a, **k)
-
-    instrument()
-    simulator.simulate = capture
-    try:
-        runs = simulator.serve_compare(
-            dep, Requests(prompts, outputs, arrivals), ALPHA, GAMMA, limits, concurrency=users, seed=seed
-        )[:2]
-    finally:
-        simulator.simulate = real
+    runs, captured = ledgered_runs(dep, Requests(prompts, outputs, arrivals), ALPHA, GAMMA, limits, users, seed)
     rows = []
     charged = np.broadcast_to(s.preemptions, s.tpot_s.shape)
     for i, (run, ledger) in enumerate(zip(runs, captured)):
