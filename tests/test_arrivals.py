@@ -302,3 +302,31 @@ def test_the_floor_under_the_charged_full_engines_rate_is_under_it(output):
         floor = floor_of(np.array(r_c)[:, None])[:, 0]
         r_q = full.requests_per_s[:, 0]
         assert np.all(floor < r_q) and np.all(r_q < np.array(r_c)), (fixed, floor, r_q, r_c)
+
+
+def test_a_rate_past_capacity_only_in_the_long_run_gives_what_the_full_engine_serves_with_none_queued():
+    """vLLM's cache (blocks as tokens arrive, the newest preempted) holding 128 requests of 1,000 in and 256 out at their
+    mean context: a queue behind the full engine is served at r_q, below r(c), the rate of the same engine with none
+    queued, as its preemptions' recompute takes iterations.  A load between the two is past capacity in the long run
+    (the queue, once formed, never drains) while a run keeps up until a swing first fills the engine: the steady state
+    marks exactly those loads with r(c), which is the closed loop of the c users it holds with nothing preempted (the
+    same closed loop with no KV bound).  Exact: the two closed loops are one computation (1e-9)."""
+    from specsim.engines.engine import KvPolicy
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    P, O = 1000, 256
+    kv = 128 * float(sequence_kv_bytes(DEP, P + O / 2, with_draft=False))
+    limits = EngineLimits(256, 8192, kv_capacity_bytes=kv, kv_policy=KvPolicy(0.0, 16))
+    full = steady_state(DEP, 0.8, [0], [1e4], P, O, kind="rate", limits=limits, fixed_lengths=True)
+    r_q, c = float(full.requests_per_s[0, 0]), float(full.in_engine[0, 0])
+    free = EngineLimits(256, 8192, kv_policy=KvPolicy(0.0, 16))  # no KV bound: none preempted
+    r_c = float(steady_state(DEP, 0.8, [0], [c], P, O, limits=free, fixed_lengths=True).requests_per_s[0, 0])
+    assert r_c > 1.05 * r_q  # the window this test is about
+    rates = np.linspace(0.95 * r_q, 1.05 * r_c, 23)
+    s = steady_state(DEP, 0.8, [0], rates, P, O, kind="rate", limits=limits, fixed_lengths=True)
+    window = (rates >= r_q) & (rates < r_c)
+    assert window.sum() >= 10 and not window.all()
+    marked = np.isfinite(np.broadcast_to(s.unqueued_per_s, s.saturated.shape)[0])
+    assert marked.tolist() == window.tolist()
+    assert s.saturated[0][marked].all()  # the long run's answer stays the answer
+    assert np.broadcast_to(s.unqueued_per_s, s.saturated.shape)[0][marked] == pytest.approx(r_c, rel=1e-9)

@@ -839,3 +839,32 @@ def test_users_that_move_in_step_at_fixed_lengths_are_said_and_lengths_that_vary
     assert row["plain"]["users_in_step"] == 1 and row["spec"]["users_in_step"] == 1
     assert main(argv + ["--workload", "chat"]) == 0
     assert "users move in step" not in capsys.readouterr().err
+
+
+def test_a_rate_past_capacity_only_in_the_long_run_says_a_run_may_keep_up_until_the_engine_fills(capsys):
+    """The watch's deployment (H100, Llama-3.1-8B, vLLM 0.26.0, 1,000/256): the full engine with a queue behind it
+    preempts and serves 25.29/s, with none queued 27.53/s.  At 25.8/s the answer is past capacity (the long run), and a
+    note says a run may keep up until a swing fills the engine, with both rates (the request-level simulator's run of
+    20,000 requests stayed below capacity there: TPOT p50 38.1 ms against the long run's 61.56); at 28/s, past both, no
+    such note."""
+    argv = [
+        "optimal-gamma",
+        "--engine",
+        "vllm@0.26.0",
+        "--rate",
+        "25.8,28",
+        "--input-len",
+        "1000",
+        "--output-len",
+        "256",
+    ]
+    argv += ["--alpha", "0.6", "--gamma-max", "0"]
+    window, past = _json(argv, capsys)
+    assert window["plain"]["saturated"] and past["plain"]["saturated"]
+    r_c = window["plain"]["unqueued_requests_per_s"]
+    assert r_c is not None and window["plain"]["requests_per_s"] < 25.8 < r_c < 28
+    assert past["plain"]["unqueued_requests_per_s"] is None
+    assert main(argv) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "past capacity in the long run" in x]
+    assert len(notes) == 1 and notes[0].startswith("note: rate 25.8/s plain: ")
+    assert f"serves {window['plain']['requests_per_s']:.2f} requests/s" in notes[0] and f"up to {r_c:.2f}/s" in notes[0]

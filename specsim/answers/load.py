@@ -507,6 +507,8 @@ def _figures(s: SteadyState, i: int, j: int) -> dict:
         "in_engine": v(s.in_engine),
         "users_in_step": v(s.group),
         "tokens_per_round": v(s.tokens_per_round),
+        # past capacity only in the long run: r(c), what the full engine serves with none queued (SteadyState)
+        "unqueued_requests_per_s": v(s.unqueued_per_s),
         "saturated": bool(np.broadcast_to(s.saturated, s.tpot_s.shape)[i, j]),
         "limited_by": str(np.broadcast_to(s.limited_by, s.tpot_s.shape)[i, j]),
     }

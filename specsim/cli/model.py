@@ -941,6 +941,24 @@ def _capacity_said(row: dict) -> str:
     return f"speculating cannot serve this rate; plain decoding keeps up at TPOT {row['plain']['tpot_s'] * 1e3:.2f} ms"
 
 
+def _metastable_said(answer) -> list[str]:
+    """Per load and arm past capacity only in the long run (:attr:`specsim.serving.steady.SteadyState.unqueued_per_s`):
+    that a run may keep up before its engine first fills."""
+    out = []
+    for r in answer.rows:
+        arms = (("plain", "plain"),) if not r["gamma"] else (("plain", "plain"), (f"gamma {r['gamma']}", "spec"))
+        out.extend(
+            f"{r['load']} {arm}: past capacity in the long run, as its full engine with a queue behind it preempts "
+            f"and serves {r[key]['requests_per_s']:.2f} requests/s, less than the load; with none queued it serves up "
+            f"to {r[key]['unqueued_requests_per_s']:.2f}/s, so a run may keep up below capacity until a Poisson swing "
+            "first fills the engine, and from then its queue grows; how soon that comes is not modelled (serve-sim "
+            "--rate plays a run of your length)"
+            for arm, key in arms
+            if r[key]["unqueued_requests_per_s"] is not None
+        )
+    return out
+
+
 def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None = None, rtol: bool = False) -> None:
     """The load answer's table and notes; ``args`` the command's (its engine limits' clause, --max-num-seqs)."""
     from specsim.cli import report
@@ -1074,6 +1092,8 @@ def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None
             f"note: TTFT waiting for admission at {'; '.join(waits)}: {admission_said(answer.fixed_lengths)}",
             file=sys.stderr,
         )
+    for said in _metastable_said(answer):
+        print(f"note: {said}", file=sys.stderr)
     steps = [  # closed loops of fixed lengths whose users move in step (steady.closed_population): their TTFT says so
         f"{r['load']} {arm} {r[key]['users_in_step']:,.0f} at a time (TTFT {r[key]['ttft_s'] * 1e3:,.1f} ms)"
         for r in answer.rows
