@@ -201,18 +201,16 @@ def _trtllm_flags() -> dict:
 
 
 @pytest.mark.parametrize(
-    "version, spelling, read",
-    [
-        ((1, 0, 0), "DraftTarget", "inferred"),
-        ((1, 1, 0), "Draft_Target", None),
-        ((1, 2, 0), "Draft_Target", None),
-        ((1, 3, 0), "Draft_Target", "read"),
-    ],
+    "version, spelling",
+    [((1, 0, 0), "DraftTarget"), ((1, 1, 0), "DraftTarget"), ((1, 2, 0), "DraftTarget"), ((1, 2, 1), "DraftTarget")]
+    + [((1, 3, 0), "Draft_Target")],
 )
-def test_trtllm_draft_model_spelling_per_release(version, spelling, read):
-    """The draft model's decoding_type per release: 1.3 is the pydantic union's Literal (read at 00043967), whose
-    discriminator list holds no 'DraftTarget'; 1.0 is from_dict's key (inferred from the states read, and said so); 1.1 and
-    1.2 were not determined, and the note says so rather than presenting the name as checked."""
+def test_trtllm_draft_model_spelling_per_release(version, spelling):
+    """The draft model's decoding_type per release, each read in that release's rendered llm_args.py (the gh-pages
+    <release>/_modules/tensorrt_llm/llmapi/llm_args.html pages): 1.0.0, 1.1.0, 1.2.0 and 1.2.1 dispatch
+    DecodingBaseConfig.from_dict on the key 'DraftTarget'; 1.3.0rc8 has the Literal 'Draft_Target' and no from_dict.
+    Read, so no note: before, 1.0 was written as inferred and 1.1-1.2 as Draft_Target with a 'not determined' note,
+    a name their from_dict rejects ('Invalid decoding type')."""
     from specsim.engines.trtllm import decoding_type
 
     config = to_trtllm(_ranges((1, 8, 3), (9, 16, 2)), "d", version=version)
@@ -222,14 +220,25 @@ def test_trtllm_draft_model_spelling_per_release(version, spelling, read):
     union, dispatch = flags["decoding_types"]["names"], flags["from_dict_keys"]["names"]
     written_by = {"Draft_Target": (union, dispatch), "DraftTarget": (dispatch, union)}[spelling]
     assert spelling in written_by[0] and spelling not in written_by[1]
-    said = [n for n in notes if "decoding_type" in n]
-    if read == "read":
-        assert said == []
-    elif read == "inferred":
-        assert len(said) == 1 and "inferred, not read" in said[0]
-    else:
-        assert len(said) == 1 and "was not determined" in said[0] and "write DraftTarget" in said[0]
+    assert [n for n in notes if "decoding_type" in n] == []
     assert decoding_type("Eagle3", version) == ("Eagle3", None)
+
+
+def test_trtllm_draft_model_spelling_not_read_is_said(monkeypatch):
+    """A release whose spelling is marked otherwise than read in DRAFT_TARGET_SPELLINGS gets a note naming the release
+    and how it was known; a read one none."""
+    from specsim.engines import trtllm
+
+    monkeypatch.setattr(
+        trtllm,
+        "DRAFT_TARGET_SPELLINGS",
+        (((1, 0, 0), (1, 2, 99), "DraftTarget", "inferred"),) + trtllm.DRAFT_TARGET_SPELLINGS[1:],
+    )
+    name, note = trtllm.decoding_type("DraftTarget", (1, 1, 0))
+    assert name == "DraftTarget" and "1.1" in note and "inferred, not read" in note
+    assert trtllm.decoding_type("DraftTarget", (1, 3, 0)) == ("Draft_Target", None)
+    with pytest.raises(ValueError, match="1.4"):
+        trtllm.decoding_type("DraftTarget", (1, 4, 0))
 
 
 def test_trtllm_keeps_the_one_model_schedule_at_one_where_speculation_stops(dep):

@@ -128,6 +128,12 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
 #: draft_len_schedule keys read as inclusive upper batch bounds, the tail above the largest key at 0: the one-model
 #: path from 1.3.0rc8 (NVIDIA/TensorRT-LLM#10860), every algorithm after #12262 (in the 1.3.0rc27 and 1.4 API references;
 #: tensorrt_llm/_torch/speculative/utils.py, get_draft_len_for_batch_size).  specsim writes it for 1.3.0 and later.
+#: Read per release in DecodingBaseConfig (the gh-pages ``<release>/_modules/tensorrt_llm/llmapi/llm_args.html`` pages,
+#: commits at :data:`DRAFT_TARGET_SPELLINGS`): 1.0.0 and 1.1.0 have no ``draft_len_schedule`` field; 1.2.0, 1.2.1 and
+#: 1.3.0rc2 have the #8194 form, which asks for key 1 with ``schedule[1] == max_draft_len`` and documents its keys as
+#: lower bounds ("batch_size >= 4: use draft_len=2"); 1.3.0rc8 asks the smallest key's length to be max_draft_len and
+#: documents them as upper bounds ("Batch sizes 1-4: use draft_len=4", "33+: 0").  So 1.2.x takes the key, in the older
+#: reading, which specsim does not write.  No 1.3.0 final exists (PyPI, 2026-12-07: 1.3.0rc29 the newest 1.3).
 SCHEDULE_SINCE = (1, 3, 0)
 #: The decoding types whose one-model workers take the schedule (SpeculativeDecodingMode.support_dynamic_draft_len,
 #: tensorrt_llm/_torch/speculative/interface.py): a 0-length tier there can silently collapse acceptance when the batch
@@ -147,21 +153,23 @@ CAPPED_RISE = (
 )
 
 
-#: What a YAML ``speculative_config`` must say to get DraftTargetDecodingConfig, by release (first, last, spelling, how known).
-#: Two designs of tensorrt_llm/llmapi/llm_args.py were read.  (a) ``DecodingBaseConfig.from_dict`` looks the YAML value
-#: up in a dict whose key is ``"DraftTarget"`` (the class itself carries ``decoding_type = "Draft_Target"`` as a ClassVar,
-#: which the YAML never reaches): at commit fcd3f316 (early 2025) and in every stored state up to the one of
-#: NVIDIA/TensorRT-LLM#8366 (2025-10-15, max_total_draft_tokens); release 1.0.0 (2025-09) falls in that span, but no 1.0
-#: tag was read, so 1.0 is inferred.  (b) ``decoding_type: Literal["Draft_Target"]`` in the pydantic union
-#: ``SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")]``: at commit 00043967 (2026 main)
-#: and in a pre-1.3 state (its MTP warning names "release 1.3" as future); the 1.3.0rc27 and 1.4.0rc1 API references
-#: show the same Literal discriminators on the sibling classes.  The union has no before-validator that maps
-#: ``DraftTarget``: at 00043967 the only legacy name handled is ``Eagle`` (its own Literal, turned into Eagle3 after
-#: parsing, TorchLlmArgs.validate_speculative_config), so ``DraftTarget`` there fails validation.  Which of 1.1 and 1.2
-#: has which design was not found.
+#: What a YAML ``speculative_config`` must say to get DraftTargetDecodingConfig, by release (first, last, spelling, how
+#: known: "read", or a word saying how else it was known, which :func:`decoding_type` turns into a note).  Read in each
+#: release's rendered source, the ``_modules/tensorrt_llm/llmapi/llm_args.html`` page NVIDIA/TensorRT-LLM publishes per
+#: release on its gh-pages branch (``<release>/_modules/...``, stored commit named).  1.0.0 (090dc649), 1.1.0 (8660c119),
+#: 1.2.0 (7e873e54) and 1.2.1 (58fb435e): ``update_llm_args_with_extra_dict`` hands the YAML ``speculative_config`` to
+#: ``DecodingBaseConfig.from_dict`` (read at 1.1.0 and 1.2.0), which looks its ``decoding_type`` up in a dict whose key
+#: is ``"DraftTarget"`` and raises "Invalid decoding type" for a name not in it (the class's own ``decoding_type =
+#: "Draft_Target"`` is a ClassVar the YAML never reaches); the same at commit fcd3f316 (early 2025).  1.3.0rc8
+#: (3f54ea80): ``DraftTargetDecodingConfig.decoding_type: Literal["Draft_Target"]`` and no ``from_dict`` left on
+#: DecodingBaseConfig, as at commit 00043967 (2026 main) and in the 1.3.0rc27 and 1.4.0rc1 API references.  At 00043967
+#: the pydantic union ``SpeculativeConfig`` discriminates on these Literals and no before-validator maps ``DraftTarget``
+#: (the only legacy name handled is ``Eagle``, TorchLlmArgs.validate_speculative_config); the union's own lines were
+#: not found in the rc8 page.  No 1.3.0 final exists (PyPI, 2026-12-07: 1.3.0rc29 the newest 1.3); 1.3.0rc2 (8ec257a2)
+#: still has the from_dict design, key ``"DraftTarget"``, so the 1.3 row is that of 1.3.0rc8 and later, as
+#: :data:`SCHEDULE_SINCE` is.
 DRAFT_TARGET_SPELLINGS = (
-    ((1, 0, 0), (1, 0, 99), "DraftTarget", "inferred"),
-    ((1, 1, 0), (1, 2, 99), "Draft_Target", "unknown"),
+    ((1, 0, 0), (1, 2, 99), "DraftTarget", "read"),
     ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"),
 )
 
@@ -170,8 +178,8 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
     """The ``decoding_type`` TensorRT-LLM ``version`` reads for specsim's decoding ``decoding``, and a note where the
     spelling was not read from that release (:data:`DRAFT_TARGET_SPELLINGS`).
 
-    >>> decoding_type("DraftTarget", (1, 3, 0))
-    ('Draft_Target', None)
+    >>> decoding_type("DraftTarget", (1, 3, 0)), decoding_type("DraftTarget", (1, 1, 0))
+    (('Draft_Target', None), ('DraftTarget', None))
     >>> decoding_type("Eagle3", (1, 1, 0))
     ('Eagle3', None)
     """
@@ -185,15 +193,9 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
         raise ValueError(f"TensorRT-LLM {v}: no decoding_type spelling known for a draft model (specsim has 1.0-1.3)")
     if known == "read":
         return name, None
-    if known == "inferred":
-        return name, (
-            f"TensorRT-LLM {v}: decoding_type {name} is inferred, not read from a {v} tag: every llm_args.py state "
-            "read up to NVIDIA/TensorRT-LLM#8366 (2025-10) dispatches DecodingBaseConfig.from_dict on 'DraftTarget'"
-        )
     return name, (
-        f"TensorRT-LLM {v}: which decoding_type it takes for a draft model was not determined (from_dict's "
-        f"'DraftTarget' before 2025-10, the pydantic union's '{name}' by 1.3); {name} is written: if {v} "
-        "rejects it ('Invalid decoding type'), write DraftTarget"
+        f"TensorRT-LLM {v}: decoding_type {name} for a draft model is {known}, not read from a {v} release "
+        "(tensorrt_llm/llmapi/llm_args.py)"
     )
 
 
