@@ -221,7 +221,23 @@ def test_trtllm_draft_model_spelling_per_release(version, spelling):
     written_by = {"Draft_Target": (union, dispatch), "DraftTarget": (dispatch, union)}[spelling]
     assert spelling in written_by[0] and spelling not in written_by[1]
     assert [n for n in notes if "decoding_type" in n] == []
-    assert decoding_type("Eagle3", version) == ("Eagle3", None)
+
+
+@pytest.mark.parametrize("release, spelling", [("1.0.0", "Eagle"), ("1.2.1", "Eagle"), ("1.3.0", "Eagle3")])
+def test_trtllm_eagle3_spelling_per_release(release, spelling, capsys):
+    """EAGLE-3 before 1.3 is decoding_type Eagle: from_dict's keys at 1.0.0, 1.1.0, 1.2.0 and 1.2.1 hold no Eagle3
+    (the from_dict_keys names, as at fcd3f316), and Eagle's EagleDecodingConfig runs EAGLE3_ONE_MODEL on the PyTorch
+    backend (eagle3_one_model default True); 1.3 has Eagle3 (the union's names at 00043967).  Before, Eagle3 was written
+    for every release: 'Invalid decoding type: Eagle3' on 1.0-1.2."""
+    argv = ["schedule", "--draft", "eagle3", "--alpha", "0.7", "--format", "trtllm", "--engine", f"trtllm@{release}"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    config = yaml.safe_load(out)["speculative_config"]
+    flags = _trtllm_flags()
+    accepted = flags["from_dict_keys"]["names"] if spelling == "Eagle" else flags["decoding_types"]["names"]
+    assert config["decoding_type"] == spelling in accepted
+    assert "Eagle3" not in flags["from_dict_keys"]["names"]
+    assert config["speculative_model_dir"] and f"TensorRT-LLM {release}" in err and "decoding_type" not in err
 
 
 def test_trtllm_draft_model_spelling_not_read_is_said(monkeypatch):

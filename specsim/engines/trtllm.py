@@ -26,6 +26,7 @@ __all__ = [
     "ALIASES",
     "CAPPED_RISE",
     "DRAFT_TARGET_SPELLINGS",
+    "EAGLE3_SPELLINGS",
     "METRIC_NAMES",
     "NAME",
     "NEWEST",
@@ -172,29 +173,41 @@ DRAFT_TARGET_SPELLINGS = (
     ((1, 0, 0), (1, 2, 99), "DraftTarget", "read"),
     ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"),
 )
+#: The same for EAGLE-3, read in the same pages.  1.0.0, 1.1.0, 1.2.0 and 1.2.1: ``from_dict``'s dict has no ``"Eagle3"``
+#: key (its keys: MTP, Medusa, Eagle, Lookahead, NGram, DraftTarget, [SaveState from 1.2.0,] UserProvided, AUTO), so
+#: ``Eagle3`` is an "Invalid decoding type"; ``"Eagle"`` gives EagleDecodingConfig, whose ``eagle3_one_model`` (default
+#: True) makes its PyTorch ``spec_dec_mode`` EAGLE3_ONE_MODEL (read at 1.0.0, 1.1.0 and 1.2.0).  1.3.0rc2 adds the key
+#: ``"Eagle3"`` (Eagle3DecodingConfig, and ``Eagle`` turned into it on the PyTorch backend); Eagle3DecodingConfig's
+#: Literal is ``"Eagle3"`` at 00043967 and in the 1.3.0rc27 API reference.
+EAGLE3_SPELLINGS = (
+    ((1, 0, 0), (1, 2, 99), "Eagle", "read"),
+    ((1, 3, 0), (1, 3, 99), "Eagle3", "read"),
+)
 
 
 def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
     """The ``decoding_type`` TensorRT-LLM ``version`` reads for specsim's decoding ``decoding``, and a note where the
-    spelling was not read from that release (:data:`DRAFT_TARGET_SPELLINGS`).
+    spelling was not read from that release (:data:`DRAFT_TARGET_SPELLINGS`, :data:`EAGLE3_SPELLINGS`; the other
+    decodings are spelled alike in every release).
 
     >>> decoding_type("DraftTarget", (1, 3, 0)), decoding_type("DraftTarget", (1, 1, 0))
     (('Draft_Target', None), ('DraftTarget', None))
-    >>> decoding_type("Eagle3", (1, 1, 0))
-    ('Eagle3', None)
+    >>> decoding_type("Eagle3", (1, 1, 0)), decoding_type("Eagle3", (1, 3, 0)), decoding_type("MTP", (1, 1, 0))
+    (('Eagle', None), ('Eagle3', None), ('MTP', None))
     """
-    if decoding != "DraftTarget":
+    rows = {"DraftTarget": DRAFT_TARGET_SPELLINGS, "Eagle3": EAGLE3_SPELLINGS}.get(decoding)
+    if rows is None:
         return decoding, None
     v = _version_text(version)
-    for first, last, name, known in DRAFT_TARGET_SPELLINGS:
+    for first, last, name, known in rows:
         if first <= tuple(version) <= last:
             break
     else:
-        raise ValueError(f"TensorRT-LLM {v}: no decoding_type spelling known for a draft model (specsim has 1.0-1.3)")
+        raise ValueError(f"TensorRT-LLM {v}: no decoding_type spelling known for {decoding} (specsim has 1.0-1.3)")
     if known == "read":
         return name, None
     return name, (
-        f"TensorRT-LLM {v}: decoding_type {name} for a draft model is {known}, not read from a {v} release "
+        f"TensorRT-LLM {v}: decoding_type {name} for {decoding} is {known}, not read from a {v} release "
         "(tensorrt_llm/llmapi/llm_args.py)"
     )
 
