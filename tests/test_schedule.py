@@ -240,6 +240,20 @@ def test_trtllm_eagle3_spelling_per_release(release, spelling, capsys):
     assert config["speculative_model_dir"] and f"TensorRT-LLM {release}" in err and "decoding_type" not in err
 
 
+@pytest.mark.parametrize(
+    "version, key",
+    [((1, 0, 0), "speculative_model_dir"), ((1, 1, 0), "speculative_model_dir")]
+    + [((1, 2, 0), "speculative_model"), ((1, 3, 0), "speculative_model")],
+)
+def test_trtllm_draft_model_checkpoint_key_per_release(version, key):
+    """1.0.0 and 1.1.0's DecodingBaseConfig names the draft checkpoint speculative_model_dir alone and forbids other
+    keys (StrictBaseModel, extra='forbid'); 1.2.0 adds speculative_model (speculative_model_dir its alias).  Before,
+    speculative_model was written for every release, a key 1.0 and 1.1 refuse."""
+    config = to_trtllm(_ranges((1, 8, 3), (9, 16, 2)), "d", version=version)
+    other = {"speculative_model", "speculative_model_dir"} - {key}
+    assert config[key] == "d" and not other & set(config)
+
+
 def test_trtllm_draft_model_spelling_not_read_is_said(monkeypatch):
     """A release whose spelling is marked otherwise than read in DRAFT_TARGET_SPELLINGS gets a note naming the release
     and how it was known; a read one none."""

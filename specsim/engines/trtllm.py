@@ -25,6 +25,7 @@ __all__ = [
     "PLATFORMS",
     "ALIASES",
     "CAPPED_RISE",
+    "DRAFT_MODEL_KEY_SINCE",
     "DRAFT_TARGET_SPELLINGS",
     "EAGLE3_SPELLINGS",
     "METRIC_NAMES",
@@ -37,6 +38,7 @@ __all__ = [
     "TrtllmBench",
     "decoding_type",
     "draft_length_keys",
+    "draft_model_key",
     "draft_tp",
     "render_schedule",
     "to_trtllm",
@@ -241,6 +243,24 @@ def draft_length_keys(decoding: str, steps: int) -> dict[str, int]:
     return {"max_draft_len": steps, **({"num_nextn_predict_layers": steps} if decoding == "MTP" else {})}
 
 
+#: The release whose DecodingBaseConfig first names the draft checkpoint ``speculative_model`` (with
+#: ``AliasChoices("speculative_model", "speculative_model_dir")``, read at 1.2.0, 7e873e54, and 1.3.0rc8, 3f54ea80).
+#: 1.0.0 (090dc649) and 1.1.0 (8660c119) have ``speculative_model_dir`` alone, and DecodingBaseConfig is a
+#: StrictBaseModel (``extra = "forbid"``, read at 1.1.0), so ``speculative_model`` is refused there (gh-pages
+#: ``<release>/_modules/tensorrt_llm/llmapi/llm_args.html``, as :data:`DRAFT_TARGET_SPELLINGS`).
+DRAFT_MODEL_KEY_SINCE = (1, 2, 0)
+
+
+def draft_model_key(version: tuple) -> str:
+    """The ``speculative_config`` key of a separate draft model's checkpoint at TensorRT-LLM ``version``
+    (:data:`DRAFT_MODEL_KEY_SINCE`).
+
+    >>> draft_model_key((1, 1, 0)), draft_model_key((1, 3, 0))
+    ('speculative_model_dir', 'speculative_model')
+    """
+    return "speculative_model" if tuple(version) >= DRAFT_MODEL_KEY_SINCE else "speculative_model_dir"
+
+
 def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
     """TensorRT-LLM ``speculative_config`` for ``version`` (default :data:`NEWEST`); None if speculation does not pay at
     batch 1.
@@ -268,7 +288,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
         # PARDDecodingConfig / DFlashDecodingConfig / DSparkDecodingConfig (1.3.0rc27, 1.4.0rc1 docs): max_draft_len and
         # speculative_model; mask_token_id and target_layer_ids are left to the checkpoint: TorchLlmArgs.
         # validate_speculative_config reads them from its config.json (llm_args.py at commit 0004396).
-        config["speculative_model"] = draft_model
+        config[draft_model_key(version)] = draft_model
     elif decoding == "NGram":
         config["max_matching_ngram_size"] = drafter.lookup[1]
     if version < SCHEDULE_SINCE:
