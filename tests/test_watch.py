@@ -722,7 +722,8 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
         for r in rates
     ]
     step = float(ALPHAS[1] - ALPHAS[0])
-    for rate, j in zip(rates, judge.judge(windows)):
+    judged = judge.judge(windows)
+    for rate, j in zip(rates, judged):
         assert j.break_even == "found"
         alpha = float(alpha_from_acceptance_length(j.break_even_length, 3))
         below, above = (
@@ -733,7 +734,7 @@ def test_at_the_break_even_the_serving_model_gives_no_speedup(dep):
             )
         )
         assert below < 1.0 <= above, (rate, alpha, below, above)
-    lengths = [j.break_even_length for j in judge.judge(windows)]
+    lengths = [j.break_even_length for j in judged]
     assert lengths == sorted(lengths)  # more load, more acceptance needed (for this deployment)
 
 
@@ -765,14 +766,15 @@ def _at_speedups(judge, window, targets: tuple) -> list:
     """``window`` with, for each of ``targets``, the acceptance length at which ``judge``'s model gives that speedup at
     its load (bisection on the model's own speedup: no formula of the model's copied here).  The targets' bisections
     run side by side, one window each in one call of the judge per step (its windows are judged elementwise, each as
-    it would be alone): one call where one per target took four times the time.  20 halvings of [1, 1 + gamma] (40
+    it would be alone): one call where one per target took four times the time; of its speedups alone
+    (:meth:`Judge.speedups`, the judgement's without the thresholds' grid of alphas, a fifth of the time).  20 halvings of [1, 1 + gamma] (40
     took twice the time) put the length within gamma / 2^20, under 4e-6, and the speedup (about half the length's
     relative move) within 2e-6 of its target: 500 times under the 1e-3 the test asks of it."""
     lo, hi = np.ones(len(targets)), np.full(len(targets), 1.0 + window.gamma)
     for _ in range(20):
         mid = (lo + hi) / 2
-        judged = judge.judge([dataclasses.replace(window, acceptance_length=m) for m in mid], spread=[0.001] * len(mid))
-        below = np.array([j.speedup for j in judged]) < np.asarray(targets)
+        speedups = judge.speedups([dataclasses.replace(window, acceptance_length=m) for m in mid])
+        below = np.array(speedups) < np.asarray(targets)
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return [dataclasses.replace(window, acceptance_length=float(m)) for m in (lo + hi) / 2]
 
@@ -833,7 +835,10 @@ def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries
     window = _loaded(requests_per_s=8.0)
     seen = {}
     targets = (1.04, 0.96, 1.2, 0.8)
-    for target, j in zip(targets, judge.judge(_at_speedups(judge, window, targets), spread=[0.001] * len(targets))):
+    found = _at_speedups(judge, window, targets)
+    judged = judge.judge(found, spread=[0.001] * len(targets))
+    assert judge.speedups(found) == [j.speedup for j in judged]  # the speedups the search took are the judgement's
+    for target, j in zip(targets, judged):
         assert j.speedup == pytest.approx(target, abs=1e-3) and j.interval[1] - j.interval[0] < 0.005
         seen[target] = j.verdict
         assert j.to_dict()["error"] == CORPUS_SPEEDUP_ERROR
@@ -843,9 +848,9 @@ def test_a_window_pays_only_where_its_gain_clears_the_error_every_answer_carries
     # the thresholds sit either side of the break-even, at the speedups 1 + and 1 - the error
     j = near
     assert j.costs_below[0] < j.break_even_length < j.pays_above[0]
-    for length, speedup in ((j.pays_above[0], 1 + CORPUS_SPEEDUP_ERROR), (j.costs_below[0], 1 - CORPUS_SPEEDUP_ERROR)):
-        (at,) = judge.judge([dataclasses.replace(window, acceptance_length=length)], spread=[0.001])
-        assert at.speedup == pytest.approx(speedup, abs=2e-3)  # interpolated on the alpha grid's 0.005 steps
+    at = judge.speedups([dataclasses.replace(window, acceptance_length=x) for x in (j.pays_above[0], j.costs_below[0])])
+    expected = [1 + CORPUS_SPEEDUP_ERROR, 1 - CORPUS_SPEEDUP_ERROR]
+    assert at == pytest.approx(expected, abs=2e-3)  # interpolated on the alpha grid's 0.005 steps
     # an interval across a threshold is the acceptance's doubt, not the model's: undecided
     (wide,) = judge.judge([dataclasses.replace(window, acceptance_length=j.pays_above[0])], spread=[0.05])
     assert wide.verdict == "undecided"
@@ -1791,18 +1796,20 @@ def test_alert_rules_take_the_lengths_every_answer_at_a_load_takes_and_refuse_pa
 def test_the_rules_judge_their_grid_of_rates_once(dep, monkeypatch):
     """alert_rules judged the same grid of rates twice, once for the break-even and once for where "costs" starts (half
     of every rules file's time, 1.4 s of 2.5 s for the README's watch --alert-rules): one judgement gives both tables,
-    each the one break_even_table gives alone."""
+    each the one break_even_table gives alone.  That judgement also solved the serving model at each rate's made-up
+    acceptance for every gamma (the speedup a window's row prints, no part of a table: 0.44 s of 2.35 s): the model is
+    now solved once, on the grid of alphas the thresholds are read from."""
     from specsim.serving.steady import EngineLimits
-    from specsim.watch.judge import Judge
+    from specsim.watch.judge import ALPHAS, Judge
     from specsim.watch.publish import _step_function, alert_rules, break_even_table
 
     judge = Judge(dep, EngineLimits())
     alone = {t: break_even_table(judge, 3, 1000, 256, 40.0, threshold=t) for t in ("break_even", "costs_below")}
     calls = []
-    judged = Judge.judge
-    monkeypatch.setattr(Judge, "judge", lambda self, *a, **k: calls.append(a) or judged(self, *a, **k))
+    solved = Judge.state
+    monkeypatch.setattr(Judge, "state", lambda self, *a, **k: calls.append(a) or solved(self, *a, **k))
     rules = alert_rules(metric_names("vllm@0.26.0")[0], judge, 3, 1000, 256, 40.0)
-    assert len(calls) == 1 and len(calls[0][0]) == len(alone["break_even"])
+    assert [(np.shape(a[0]), len(a[2])) for a in calls] == [((ALPHAS.size + 1, 1), len(alone["break_even"]))], calls
     said = json.dumps(rules)
     assert all(_step_function(t, "specsim:request_rate:rate5m", 5.0) in said for t in alone.values()), said
 

@@ -265,63 +265,109 @@ class Judge:
         """A :class:`Judgement` per window (None for a window that is not :attr:`~.windows.Window.usable`); ``spread``
         gives per window the standard deviation of its acceptance length (None: :func:`acceptance_interval`'s own, the
         request as the unit)."""
+        out: list = [None] * len(windows)
+        spread = [None] * len(windows) if spread is None else spread
+        for gamma, idx in self._by_gamma(windows).items():
+            ws = [windows[i] for i in idx]
+            alpha, state, ratio, best, room = self._speeds(gamma, ws)
+            crossings = self._thresholds(gamma, ws)
+            e = self.error.share
+            for j, i in enumerate(idx):
+                interval = acceptance_interval(ws[j], spread[i])
+                (length, how), up, down = crossings[j]
+                out[i] = Judgement(
+                    float(alpha[j]),
+                    gamma,
+                    float(ratio[gamma, j]) if room[j] else math.nan,
+                    length,
+                    how,
+                    interval,
+                    verdict_of(interval, up, down) if room[j] else JUDGEMENTS[4],
+                    float(state.in_engine[gamma, j]),
+                    int(best[j]),
+                    float(ratio[best[j], j]),
+                    e,
+                    up,
+                    down,
+                    tuple(float(v) for v in ratio[:, j]),
+                )
+        return out
+
+    def thresholds(self, windows: list) -> list:
+        """Per window (None for one that is not :attr:`~.windows.Window.usable`) the three crossings a
+        :class:`Judgement` holds, of the speedup 1 (``break_even``), 1 + error (``pays_above``) and 1 - error
+        (``costs_below``), each (acceptance length or None, "found" / "never" / "always"), as :meth:`judge` gives them:
+        without the speedup at the window's own acceptance, which a table of thresholds (:func:`.publish.break_even_tables`)
+        does not take (a fifth of its time)."""
+        out: list = [None] * len(windows)
+        for gamma, idx in self._by_gamma(windows).items():
+            for i, crossings in zip(idx, self._thresholds(gamma, [windows[i] for i in idx])):
+                out[i] = crossings
+        return out
+
+    def speedups(self, windows: list) -> list:
+        """Per window (None for one that is not :attr:`~.windows.Window.usable`) the model's speedup at its rate,
+        lengths and acceptance, :meth:`judge`'s ``speedup`` (NaN: "no room"), without the thresholds, whose grid of
+        alphas takes four fifths of a judgement: what a search for the acceptance of a given speedup asks."""
+        out: list = [None] * len(windows)
+        for gamma, idx in self._by_gamma(windows).items():
+            _, _, ratio, _, room = self._speeds(gamma, [windows[i] for i in idx])
+            for j, i in enumerate(idx):
+                out[i] = float(ratio[gamma, j]) if room[j] else math.nan
+        return out
+
+    def _by_gamma(self, windows: list) -> dict:
+        """The usable windows' indices by the gamma they are judged at (the gamma in use, at most :attr:`gamma_max`)."""
+        by_gamma: dict = {}
+        for i, w in enumerate(windows):
+            if w.usable and w.gamma:
+                by_gamma.setdefault(min(int(w.gamma), self.gamma_max), []).append(i)
+        return by_gamma
+
+    def _speeds(self, gamma: int, ws: list) -> tuple:
+        """(alpha, state, ratio, best, room) of windows ``ws`` judged at ``gamma``: each window's acceptance as one
+        alpha, the serving model's steady state at it for every gamma (rows plain, 1..gamma_max), the speedups
+        (:func:`_served_ratio`), the best gamma and where the speculating engine at ``gamma`` holds a request."""
         from specsim.answers.load import scores
         from specsim.speculation.acceptance import alpha_from_acceptance_length
         from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
         from specsim.speculation.search import argmax_gamma
 
-        out: list = [None] * len(windows)
-        spread = [None] * len(windows) if spread is None else spread
-        by_gamma: dict = {}
-        for i, w in enumerate(windows):
-            if w.usable and w.gamma:
-                by_gamma.setdefault(min(int(w.gamma), self.gamma_max), []).append(i)
-        for gamma, idx in by_gamma.items():
-            ws = [windows[i] for i in idx]
-            rates = np.array([w.requests_per_s for w in ws])
-            P = np.array([w.input_tokens for w in ws])
-            O = np.array([w.output_tokens for w in ws])
-            lengths = np.array([min(w.acceptance_length, gamma + 1.0) for w in ws])
-            alpha = np.asarray(alpha_from_acceptance_length(lengths, gamma), dtype=float)
-            # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
-            rows = np.arange(self.gamma_max + 1)
-            state = self.state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
-            ratio = _served_ratio(state)  # (gamma, window)
-            # The best as optimal-gamma picks it at a rate, on the one rule of the answers (scores: a gamma whose engine
-            # has no room for one of the window's requests beside its weights is never picked, and one that falls behind
-            # the rate loses to one that keeps up), where the watch's own rule on this ratio picked a gamma with no room
-            # (1.9x at 8,000-token prompts under --memory-util 0.23, tests/test_watch.py); as the schedule the watch
-            # writes takes it (load_schedule's rtol): the smallest gamma within 1% of the most, so that two gammas
-            # within noise of each other do not trade places window after window.
-            best = argmax_gamma(scores(state, "rate"), DEFAULT_SCHEDULE_RTOL)
-            # The break-even on the alpha grid at the gamma in use.
-            grid = self.state(
-                np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
-            )
-            curve = _served_ratio(grid)[1:]  # (alpha, window)
-            # where the speculating engine at the window's gamma holds no request, its "speedup" is no number to judge
-            room = np.broadcast_to(np.asarray(state.limited_by), state.tpot_s.shape)[gamma] != "no room"
-            e = self.error.share
-            for j, i in enumerate(idx):
-                w = ws[j]
-                interval = acceptance_interval(w, spread[i])
-                crossings = [self._crossing(curve[:, j], gamma, level) for level in (1.0, 1.0 + e, 1.0 - e)]
-                out[i] = Judgement(
-                    float(alpha[j]),
-                    gamma,
-                    float(ratio[gamma, j]) if room[j] else math.nan,
-                    *crossings[0],
-                    interval,
-                    verdict_of(interval, crossings[1], crossings[2]) if room[j] else JUDGEMENTS[4],
-                    float(state.in_engine[gamma, j]),
-                    int(best[j]),
-                    float(ratio[best[j], j]),
-                    e,
-                    crossings[1],
-                    crossings[2],
-                    tuple(float(v) for v in ratio[:, j]),
-                )
-        return out
+        rates = np.array([w.requests_per_s for w in ws])
+        P = np.array([w.input_tokens for w in ws])
+        O = np.array([w.output_tokens for w in ws])
+        lengths = np.array([min(w.acceptance_length, gamma + 1.0) for w in ws])
+        alpha = np.asarray(alpha_from_acceptance_length(lengths, gamma), dtype=float)
+        # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
+        rows = np.arange(self.gamma_max + 1)
+        state = self.state(alpha[None, :], rows[:, None], rates, P, O, self.gamma_max)
+        ratio = _served_ratio(state)  # (gamma, window)
+        # The best as optimal-gamma picks it at a rate, on the one rule of the answers (scores: a gamma whose engine
+        # has no room for one of the window's requests beside its weights is never picked, and one that falls behind
+        # the rate loses to one that keeps up), where the watch's own rule on this ratio picked a gamma with no room
+        # (1.9x at 8,000-token prompts under --memory-util 0.23, tests/test_watch.py); as the schedule the watch
+        # writes takes it (load_schedule's rtol): the smallest gamma within 1% of the most, so that two gammas
+        # within noise of each other do not trade places window after window.
+        best = argmax_gamma(scores(state, "rate"), DEFAULT_SCHEDULE_RTOL)
+        # where the speculating engine at the window's gamma holds no request, its "speedup" is no number to judge
+        room = np.broadcast_to(np.asarray(state.limited_by), state.tpot_s.shape)[gamma] != "no room"
+        return alpha, state, ratio, best, room
+
+    def _thresholds(self, gamma: int, ws: list) -> list:
+        """Per window of ``ws`` judged at ``gamma``, the crossings of 1, 1 + error and 1 - error on the alpha grid."""
+        rates = np.array([w.requests_per_s for w in ws])
+        P = np.array([w.input_tokens for w in ws])
+        O = np.array([w.output_tokens for w in ws])
+        # The break-even on the alpha grid at the gamma in use.
+        grid = self.state(
+            np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
+        )
+        curve = _served_ratio(grid)[1:]  # (alpha, window)
+        e = self.error.share
+        return [
+            tuple(self._crossing(curve[:, j], gamma, level) for level in (1.0, 1.0 + e, 1.0 - e))
+            for j in range(len(ws))
+        ]
 
     @staticmethod
     def _crossing(curve: np.ndarray, gamma: int, level: float = 1.0) -> tuple:

@@ -171,7 +171,9 @@ def break_even_tables(
     judge, gamma: int, input_tokens: float, output_tokens: float, max_rate: float, points: int = 24
 ) -> dict:
     """:func:`break_even_table`'s tables by ``threshold`` ("break_even", "costs_below"), from one judgement of the grid
-    of rates: the rules take both, and judging the same windows twice doubled their time."""
+    of rates: the rules take both, and judging the same windows twice doubled their time.  The thresholds alone
+    (:meth:`~.judge.Judge.thresholds`): the speedup at each window's made-up acceptance, no part of a table, took a
+    fifth of it."""
     from specsim.watch.windows import Window
 
     rates = np.unique(np.round(np.geomspace(max_rate / 64.0, max_rate, points), 4))
@@ -191,10 +193,10 @@ def break_even_tables(
         )
         for r in rates
     ]
-    judged = judge.judge(windows)
+    judged = judge.thresholds(windows)
     return {
-        "break_even": [(float(r), j.break_even_length, j.break_even) for r, j in zip(rates, judged)],
-        "costs_below": [(float(r), *j.costs_below) for r, j in zip(rates, judged)],
+        "break_even": [(float(r), *one) for r, (one, _, _) in zip(rates, judged)],
+        "costs_below": [(float(r), *below) for r, (_, _, below) in zip(rates, judged)],
     }
 
 
