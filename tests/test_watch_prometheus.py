@@ -12,6 +12,8 @@ simulate (the module's setup is the longest of the suite).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -192,7 +194,29 @@ def _reload(address: str, proc, folder: Path, deadline: float) -> None:
             time.sleep(0.1)
 
 
+@pytest.fixture(scope="module")
+def watched(prometheus):
+    """``watched(job, *extra)``: :func:`_watch`'s (exit code, records) of the whole half hour, each once per module
+    (the vLLM job's was judged twice, by the verdicts' test and by the drift reference's): a list of new records on
+    every call."""
+    url, start_s = prometheus
+    made = {}
+
+    def of(job, *extra):
+        if (job, *extra) not in made:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code, _ = _watch(url, start_s, job, None, *extra)
+            made[(job, *extra)] = code, out.getvalue()
+        code, text = made[(job, *extra)]
+        return code, [json.loads(line) for line in text.splitlines()]
+
+    return of
+
+
 def _watch(url, start_s, job, capsys, *extra):
+    """(exit code, records) of ``specsim watch --prometheus`` of ``job``'s half hour; the records read from ``capsys``
+    (None: left on stdout, :func:`watched` reads them)."""
     code = main(
         [
             "watch",
@@ -214,14 +238,15 @@ def _watch(url, start_s, job, capsys, *extra):
             *extra,
         ]
     )
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()] if capsys is not None else None
     return code, records
 
 
-def _break_even_rates(dep_engine, rows, level: float = 1.0) -> np.ndarray:
-    """Per window, the request rate at which the serving model's speedup at that window's acceptance falls below
-    ``level`` (1: the break-even; inf where it stays above up to 40 requests/s): one call of the serving model on its
-    own (rows: the windows' alphas at gamma 3, columns: a grid of rates), not the watch's judge."""
+def _break_even_rates(dep_engine, rows, levels: tuple = (1.0,)) -> list:
+    """Per level of ``levels``, per window, the request rate at which the serving model's speedup at that window's
+    acceptance falls below the level (1: the break-even; inf where it stays above up to 40 requests/s): one call of the
+    serving model on its own for every level (rows: the windows' alphas at gamma 3, columns: a grid of rates), not the
+    watch's judge."""
     from specsim.serving.capacity import free_kv_bytes
     from specsim.serving.steady import engine_limits, steady_state
 
@@ -243,8 +268,23 @@ def _break_even_rates(dep_engine, rows, level: float = 1.0) -> np.ndarray:
     speedup = np.where(
         state.saturated[1:] & ~state.saturated[0], np.minimum(state.requests_per_s[1:] / rates, ratio), ratio
     )
-    below = speedup < level
-    return np.where(below.any(axis=1), rates[np.argmax(below, axis=1)], np.inf)
+    below = [speedup < level for level in levels]
+    return [np.where(b.any(axis=1), rates[np.argmax(b, axis=1)], np.inf) for b in below]
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    """``rules(engine)``: the (alert rules, dashboard) files :func:`_rules` writes at gamma 3, each once per module (the
+    vLLM 0.26.0 files were written twice, for promtool's check and for its rule tests)."""
+    folder = tmp_path_factory.mktemp("rules")
+    made = {}
+
+    def of(engine):
+        if engine not in made:
+            made[engine] = _rules(folder, engine)
+        return made[engine]
+
+    return of
 
 
 def _rules(tmp_path, engine, gamma="3"):
@@ -274,9 +314,9 @@ def _rules(tmp_path, engine, gamma="3"):
 
 
 @pytest.mark.parametrize("engine", ["vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0"])
-def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, engine):
+def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, rules, engine):
     promtool = _tool("promtool")
-    path, dash = _rules(tmp_path, engine)
+    path, dash = rules(engine)
     run = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert run.returncode == 0 and "SUCCESS: 8 rules found" in run.stdout, run.stdout + run.stderr
     queries = [
@@ -294,7 +334,7 @@ def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, engine):
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
+def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, rules, dep):
     """promtool's rule tests on vLLM counters: an acceptance length of 1.95 against the acceptance the rules tabulate
     where the watch's "costs" starts (the serving model's speedup 1 less its error, as the watch judges): below it at
     16 requests/s the alert fires after its 10 minutes, above it at 4 it does not, nor at 12.5, where 1.95 is below
@@ -305,7 +345,7 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, dep):
     from specsim.watch.publish import break_even_tables
 
     promtool = _tool("promtool")
-    path, _ = _rules(tmp_path, "vllm@0.26.0")
+    path, _ = rules("vllm@0.26.0")
     import dataclasses
 
     from specsim.engines import get_engine
@@ -481,13 +521,12 @@ def _numbers_apart(a, b, where="") -> list:
 
 
 @pytest.mark.parametrize("job", ["vllm", "sglang", "trtllm"])
-def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
+def test_the_verdicts_come_at_the_right_windows(watched, dep, job):
     import dataclasses
 
     from specsim.engines import get_engine
 
-    url, start_s = prometheus
-    code, records = _watch(url, start_s, job, capsys)
+    code, records = watched(job)
     rows = [r for r in records if r["type"] == "window"]
     assert len(rows) == DAY_S / WINDOW_S
     judged = [r for r in rows if r["model"] is not None]
@@ -518,7 +557,7 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     from specsim.answers.verdict import model_error
 
     engine = dataclasses.replace(dep, engine=get_engine(JOBS[job]).for_source(dep.source))
-    limit = _break_even_rates(engine, judged, 1.0 - model_error(engine).share)
+    limit, break_even = _break_even_rates(engine, judged, (1.0 - model_error(engine).share, 1.0))
     rate = np.array([r["window"]["requests_per_s"] for r in judged])
     verdicts = np.array([r["model"]["verdict"] for r in judged])
     assert np.all(verdicts[rate > 1.15 * limit] == "costs"), (verdicts, rate / limit)
@@ -528,7 +567,7 @@ def test_the_verdicts_come_at_the_right_windows(prometheus, dep, job, capsys):
     else:
         # the peak is past the break-even, and costs more in most of its windows (SGLang's preset falls below 1 less
         # the error at 17.3 requests/s, below the 18 of the peak by less than 15%: the rows above test none of it)
-        past = rate > 1.15 * _break_even_rates(engine, judged)
+        past = rate > 1.15 * break_even
         assert past.sum() >= 6 and (verdicts[past] == "costs").sum() >= 6, verdicts[past]
     # A schedule in the engine's own format, and the exit status of what holds at the end.
     schedules = [v["detail"] for r in rows for v in r["started"] if v["kind"] == "schedule"]
@@ -587,14 +626,14 @@ def test_a_span_or_selection_with_no_series_says_so_not_that_it_is_another_page(
         assert "not a vllm metrics page" not in err[0]
 
 
-def test_a_watch_that_ends_before_its_drift_reference_says_no_drop_could_be_tested(prometheus, capsys):
+def test_a_watch_that_ends_before_its_drift_reference_says_no_drop_could_be_tested(prometheus, watched, capsys):
     url, start_s = prometheus
     argv = ["watch", "--prometheus", url, "--job", "vllm", "--engine", JOBS["vllm"], "--draft", "llama-3.2-1b"]
     span = ["--start", f"{start_s:.0f}", "--end", f"{start_s + 6 * WINDOW_S:.0f}", "--interval", f"{WINDOW_S:.0f}"]
     main(argv + span + ["--json"])
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert summary["drift"].startswith("no reference set: ") and "of the 10 it needs" in summary["drift"], summary
-    code, records = _watch(url, start_s, "vllm", capsys)  # the whole half hour: the reference set, nothing to say
+    code, records = watched("vllm")  # the whole half hour: the reference set, nothing to say
     assert "drift" not in records[-1]
 
 
