@@ -203,6 +203,13 @@ def acceptance_interval(window, sd: float | None = None) -> tuple | None:
     return window.acceptance_length - CONFIDENCE_Z * sd, window.acceptance_length + CONFIDENCE_Z * sd
 
 
+def _loads(windows: list) -> tuple:
+    """(requests/s, prompt tokens, output tokens) of each window: the load the serving model is asked at."""
+    return tuple(
+        np.array([getattr(w, k) for w in windows]) for k in ("requests_per_s", "input_tokens", "output_tokens")
+    )
+
+
 def _length(alpha: np.ndarray, gamma: int) -> np.ndarray:
     """E(alpha, gamma), the tokens one verification emits (one alpha per position)."""
     from specsim.speculation.acceptance import tokens_per_round
@@ -333,9 +340,7 @@ class Judge:
         from specsim.speculation.schedule import DEFAULT_SCHEDULE_RTOL
         from specsim.speculation.search import argmax_gamma
 
-        rates = np.array([w.requests_per_s for w in ws])
-        P = np.array([w.input_tokens for w in ws])
-        O = np.array([w.output_tokens for w in ws])
+        rates, P, O = _loads(ws)
         lengths = np.array([min(w.acceptance_length, gamma + 1.0) for w in ws])
         alpha = np.asarray(alpha_from_acceptance_length(lengths, gamma), dtype=float)
         # Speedup at each window's own alpha, and every gamma's for the best one: rows plain, 1..gamma_max.
@@ -355,9 +360,7 @@ class Judge:
 
     def _thresholds(self, gamma: int, ws: list) -> list:
         """Per window of ``ws`` judged at ``gamma``, the crossings of 1, 1 + error and 1 - error on the alpha grid."""
-        rates = np.array([w.requests_per_s for w in ws])
-        P = np.array([w.input_tokens for w in ws])
-        O = np.array([w.output_tokens for w in ws])
+        rates, P, O = _loads(ws)
         # The break-even on the alpha grid at the gamma in use.
         grid = self.state(
             np.r_[0.0, ALPHAS][:, None], np.r_[0, np.full(ALPHAS.size, gamma)][:, None], rates, P, O, gamma
