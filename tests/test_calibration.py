@@ -1121,6 +1121,33 @@ def _json(argv, capsys):
     return json.loads(capsys.readouterr().out)
 
 
+#: The tests that read calibrate-engine's output of the vLLM example files (plain and EAGLE-3 at 3 steps, vllm@0.10)
+#: as given, with no other flag: one worker, so that each output (its --json, its text) is made once, not once a test.
+EXAMPLE_GROUP = pytest.mark.xdist_group("calibration-example")
+EXAMPLE = ["--plain", f"{BENCH}/vllm-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl", "--hardware", "h100"]
+EXAMPLE += ["--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]
+
+
+def _printed(argv) -> tuple[str, str]:
+    """(stdout, stderr) of ``specsim argv``, which must exit 0 (for module fixtures, which capsys does not reach)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(argv) == 0
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def example_json() -> dict:
+    """What ``calibrate-engine EXAMPLE --json`` prints, made once for every test that reads it (they only read it)."""
+    return json.loads(_printed(["calibrate-engine", *EXAMPLE, "--json"])[0])
+
+
+@pytest.fixture(scope="module")
+def example_text() -> tuple[str, str]:
+    """(stdout, stderr) of ``calibrate-engine EXAMPLE`` (its text), made once for every test that reads it."""
+    return _printed(["calibrate-engine", *EXAMPLE])
+
+
 @PLAN_GROUP
 def test_the_plan_samples_give_back_every_identified_term_within_its_printed_interval(plan_run):
     s = plan_run[0]
@@ -1143,28 +1170,27 @@ def test_the_plan_samples_give_back_every_identified_term_within_its_printed_int
     )
 
 
+@EXAMPLE_GROUP
 @pytest.mark.parametrize("tool, extra", [("vllm", []), ("sglang", ["--target", "llama-3.1-8b"]), ("guidellm", [])])
-def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_interval(tool, extra, capsys):
+def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_interval(tool, extra, capsys, request):
     ext = "json" if tool == "guidellm" else "jsonl"
-    s = _json(
-        [
-            "calibrate-engine",
-            "--plain",
-            f"{BENCH}/{tool}-plain.{ext}",
-            "--spec",
-            f"{BENCH}/{tool}-eagle3.{ext}",
-            "--hardware",
-            "h100",
-            "--draft",
-            "eagle3",
-            "--steps",
-            "3",
-            "--engine",
-            "vllm@0.10",
-        ]
-        + extra,
-        capsys,
-    )
+    argv = [
+        "calibrate-engine",
+        "--plain",
+        f"{BENCH}/{tool}-plain.{ext}",
+        "--spec",
+        f"{BENCH}/{tool}-eagle3.{ext}",
+        "--hardware",
+        "h100",
+        "--draft",
+        "eagle3",
+        "--steps",
+        "3",
+        "--engine",
+        "vllm@0.10",
+    ] + extra
+    # vLLM's files as given are the example every test of it reads: its output made once (example_json)
+    s = request.getfixturevalue("example_json") if argv[1:] == EXAMPLE else _json(argv, capsys)
     truth = {
         "scale": TRUE_SCALE,
         "iteration_s": TRUE_ITER_S,
@@ -2177,7 +2203,8 @@ def test_a_drafter_that_proposes_a_depth_per_request_may_count_fewer_draft_token
     assert "the file is of fewer steps" in capsys.readouterr().err
 
 
-def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
+@EXAMPLE_GROUP
+def test_runs_with_more_users_than_max_num_seqs_are_named(capsys, example_json):
     # --max-num-seqs 48 under runs at 1, 4, 16 and 64 users: the one above it is named and said to be queued, as the
     # serving model queues them; at the engine's own 1024 none is.  (It was 8, under which the files' own durations
     # give 14 and 50 sequences decoding at once: refused now,
@@ -2186,7 +2213,8 @@ def test_runs_with_more_users_than_max_num_seqs_are_named(capsys):
     argv += ["--hardware", "h100", "--draft", "eagle3", "--steps", "3", "--engine", "vllm@0.10"]
     said = "runs at concurrency 64 have more users or requests at once than the engine's max_num_seqs"
     assert any(n.startswith(said) for n in _json(argv + ["--max-num-seqs", "48"], capsys)["notes"])
-    assert not any("more users or requests at once than" in n for n in _json(argv, capsys)["notes"])
+    assert argv[1:] == EXAMPLE  # at the engine's own: the example's output, made once
+    assert not any("more users or requests at once than" in n for n in example_json["notes"])
     # An offline batch's requests sent at once are held at the limit as a closed loop's users are, and named alike
     # (the H100 study's static batches of 96 under max_num_seqs 64 were not).
     folder = "examples/bench/public/h100-llama-3.1-8b-eagle3-k"
@@ -2570,7 +2598,10 @@ def test_a_spread_assumed_zero_names_its_sweeps_beside_one_read_from_the_files()
     assert all(sweep in named for sweep in zero) and not any(sweep in named for sweep in read), assumed
 
 
-def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(capsys, tmp_path):
+@EXAMPLE_GROUP
+def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_cache_cannot_hold(
+    capsys, tmp_path, example_text
+):
     # At 0.227 of an H100's memory the 8B target and vLLM's start-up leave room for 7 plain users of 1,128 tokens and no
     # speculating one: the runs past that are named, predicted at what the cache holds; at the engine's own share (vLLM
     # 0.10-0.13's 0.9) none.
@@ -2585,9 +2616,8 @@ def test_calibrate_engine_says_the_share_of_memory_it_takes_and_the_runs_its_kv_
         len(warned) == 1 and "in 6 runs, each predicted" in warned[0] and "plain concurrency 16 (7 held)" in warned[0]
     )
     assert all(f"spec concurrency {c} (no room for one: predicted at one)" in warned[0] for c in (1, 4, 16, 64))
-    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-        assert main(["calibrate-engine", *argv]) == 0
-    text = out.getvalue() + err.getvalue()
+    assert argv == EXAMPLE  # at the engine's own share: the example's output, made once
+    text = "".join(example_text)
     assert (
         "vLLM 0.10-0.13's gpu_memory_utilization default 0.9 (" in text
         and "more users than the KV cache holds" not in text
@@ -2885,7 +2915,8 @@ def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     assert (run.kind, run.load_value) == ("rate", 1.0)
 
 
-def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(tmp_path, capsys):
+@EXAMPLE_GROUP
+def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(tmp_path, capsys, example_text):
     # The answers at --rate add the wait for admission where the engine is full (specsim.serving.arrivals); the fit does
     # not, and said nothing of it.  One run at 1 request/s beside closed loops: named, with what judges it (its TPOT).
     lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
@@ -2909,9 +2940,9 @@ def test_a_fit_with_runs_at_a_rate_says_it_leaves_out_their_wait_for_admission(t
     assert main(["calibrate-engine", *SPEC.format(spec=spec).split()]) == 0
     out = capsys.readouterr().out
     assert "those at rate 1/s, judged by end-to-end latency, are fitted without that wait" in out, out
-    # closed loops alone: no such note
-    assert main(["calibrate-engine", *SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split()]) == 0
-    assert "Poisson rate" not in capsys.readouterr().out
+    # closed loops alone (the example's output, made once): no such note
+    assert SPEC.format(spec=f"{BENCH}/vllm-eagle3.jsonl").split() == EXAMPLE
+    assert "Poisson rate" not in example_text[0]
 
 
 def _past_capacity(tmp_path, tool: str) -> Path:

@@ -1,8 +1,10 @@
-"""Calibrations of several files and sweeps that need no shared fixture, kept out of test_calibration.py's xdist group
-(which runs on one worker) so that the suite's two workers share them."""
+"""Calibrations of several files and sweeps, kept out of test_calibration.py's xdist group (which runs on one worker) so
+that the suite's two workers share them; the three that read one calibration (METRICS_GROUP) share one worker."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from pathlib import Path
@@ -255,13 +257,29 @@ def test_a_guidellm_benchmarks_errored_and_incomplete_requests_are_named_too(tmp
     assert "plain.json#2: 40 of 200" in said and "#1" not in said and "guidellm-eagle3" not in said
 
 
-def test_an_acceptance_from_a_metrics_page_is_said_to_be_the_pages_not_the_files(tmp_path):
-    """GuideLLM records no acceptance; --metrics gives the runs the page's length.  The calibration file's acceptance
-    said "the acceptance length 4 runs of guidellm-eagle3.json recorded": the reports record none."""
-    out = tmp_path / "cal.yaml"
+#: The tests that read calibrate-engine's output of GuideLLM's example reports with examples/vllm-metrics.txt: one
+#: worker, so that the calibration is made once, not once a test.
+METRICS_GROUP = pytest.mark.xdist_group("calibration-metrics")
+
+
+@pytest.fixture(scope="module")
+def metrics_calibration(tmp_path_factory) -> tuple[str, Path]:
+    """(what ``calibrate-engine`` of GuideLLM's example reports at 3 steps on an H100 with ``--metrics
+    examples/vllm-metrics.txt --out FILE`` prints, FILE), made once for the tests that read them (they only read)."""
+    out = tmp_path_factory.mktemp("metrics") / "cal.yaml"
     args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
     args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt --out {out}"
-    assert main(["calibrate-engine", *args.split()]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["calibrate-engine", *args.split()]) == 0
+    return printed.getvalue(), out
+
+
+@METRICS_GROUP
+def test_an_acceptance_from_a_metrics_page_is_said_to_be_the_pages_not_the_files(metrics_calibration):
+    """GuideLLM records no acceptance; --metrics gives the runs the page's length.  The calibration file's acceptance
+    said "the acceptance length 4 runs of guidellm-eagle3.json recorded": the reports record none."""
+    out = metrics_calibration[1]
     source = yaml.safe_load(out.read_text())["acceptance"]["source"]
     assert "guidellm-eagle3.json recorded" not in source, source
     assert "vllm-metrics.txt gave 4 runs of guidellm-eagle3.json" in source, source
@@ -276,16 +294,14 @@ def test_the_fits_first_line_says_the_tensor_parallelism_no_benchmark_file_recor
     assert "runs of llama-3.1-8b on h100-sxm x 2 (TP 2);" in first, first
 
 
-def test_a_metrics_pages_per_position_counts_reach_the_calibration_as_a_files_do(tmp_path):
+@METRICS_GROUP
+def test_a_metrics_pages_per_position_counts_reach_the_calibration_as_a_files_do(metrics_calibration):
     """vLLM's /metrics page counts each draft position's accepted tokens (vllm:spec_decode_num_accepted_tokens_per_pos;
     vllm/v1/spec_decode/metrics.py, 0.30.0), which bench-plan's README promises the fit takes; calibrate-engine
     --metrics took the page's acceptance length alone, so the file's acceptance had no per_position and answers from
     it carried one rate per token past what the page measured.  examples/vllm-metrics.txt: 33,200, 25,600 and 18,900
     of 40,000 drafts."""
-    out = tmp_path / "cal.yaml"
-    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
-    args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt --out {out}"
-    assert main(["calibrate-engine", *args.split()]) == 0
+    out = metrics_calibration[1]
     acceptance = yaml.safe_load(out.read_text())["acceptance"]
     assert acceptance["per_position"] == [0.83, 0.64, 0.4725], acceptance
 
@@ -344,13 +360,12 @@ def test_a_plans_metrics_page_of_another_number_of_positions_is_refused_naming_t
     assert not out.exists()
 
 
-def test_the_metrics_note_says_the_pages_counters_run_from_the_servers_start(capsys):
+@METRICS_GROUP
+def test_the_metrics_note_says_the_pages_counters_run_from_the_servers_start(metrics_calibration):
     """vLLM's speculation counters are prometheus_client Counters made when the server starts and only incremented
     (SpecDecodingProm, vllm/v1/spec_decode/metrics.py 0.30.0): a page saved after the plain runs, a warm-up and these
-    runs holds the drafts of all of them.  The note that gives the page's length to the runs said nothing of it."""
-    args = f"--plain {BENCH}/guidellm-plain.json --spec {BENCH}/guidellm-eagle3.json --hardware h100 --draft eagle3"
-    args += f" --steps 3 --engine vllm@0.10 --metrics {Path(BENCH).parent}/vllm-metrics.txt"
-    assert main(["calibrate-engine", *args.split()]) == 0
-    note = next(line for line in capsys.readouterr().out.splitlines() if "whose file has none" in line)
+    runs holds the drafts of all of them.  The note that gives the page's length to the runs said nothing of it.
+    (The run also writes its file, --out, which adds a line naming it and changes no note.)"""
+    note = next(line for line in metrics_calibration[0].splitlines() if "whose file has none" in line)
     assert "its counters count every draft since the server started" in note, note
     assert "a page saved after several runs holds all of them" in note, note
