@@ -502,10 +502,11 @@ def test_the_note_on_paced_runs_names_their_rates_in_the_order_of_the_rate():
 def test_a_calibration_of_plain_runs_alone_is_said_to_have_no_rounds_not_a_draft_models(tmp_path, capsys):
     # A file of plain runs has drafter null, which drafter_class reads as the default kind, a draft model: speedup
     # --draft mtp from the GPUStack BF16 runs' calibration had said "rounds the preset's: it was fitted to a draft
-    # model's" and "its held-out error is of a draft model's rounds", of a fit that saw no round.
+    # model's" and "its held-out error is of a draft model's rounds", of a fit that saw no round.  Two of the four runs
+    # (1/s and 16/s, the sweep's ends): any fit of plain runs alone has no round, and it takes 0.4 s, not 5 s.
     records = [json.loads(line) for line in (GPUSTACK / "plain-bf16.jsonl").read_text().splitlines()]
     runs = tmp_path / "plain.jsonl"
-    runs.write_text("".join(json.dumps({k: v for k, v in r.items() if "tpot" not in k}) + "\n" for r in records))
+    runs.write_text("".join(json.dumps({k: v for k, v in r.items() if "tpot" not in k}) + "\n" for r in records[::3]))
     cal = tmp_path / "cal.yaml"
     argv = ["calibrate-engine", "--plain", str(runs), "--hardware", "h200", "--target", "qwen3.5-35b-a3b"]
     assert main([*argv, "--engine", "vllm@0.17.1", "--out", str(cal)]) == 0
@@ -2034,18 +2035,13 @@ def test_deployments_and_designs_that_cannot_be_fitted_are_refused(name, argv, m
 
 
 def test_a_local_folder_and_another_spelling_of_the_model_are_accepted(tmp_path, capsys):
+    # (runs at 1 and 4 users: the model's name is read from each run alike, whatever its load)
     local = _vllm_runs(
-        tmp_path / "local.jsonl",
-        (1, 4, 16, 64),
-        model_id="/models/Llama-3.1-8B-Instruct",
-        spec_decode_acceptance_length=None,
+        tmp_path / "local.jsonl", model_id="/models/Llama-3.1-8B-Instruct", spec_decode_acceptance_length=None
     )
     assert main(["calibrate-engine", "--plain", local, "--hardware", "h100", "--target", "llama-3.1-8b"]) == 0
     meta = _vllm_runs(
-        tmp_path / "meta.jsonl",
-        (1, 4, 16, 64),
-        model_id="meta-llama/Meta-Llama-3.1-8B-Instruct",
-        spec_decode_acceptance_length=None,
+        tmp_path / "meta.jsonl", model_id="meta-llama/Meta-Llama-3.1-8B-Instruct", spec_decode_acceptance_length=None
     )
     assert main(["calibrate-engine", "--plain", f"{BENCH}/vllm-plain.jsonl", meta, "--hardware", "h100"]) == 0
     capsys.readouterr()
@@ -2669,12 +2665,18 @@ def test_the_plain_runs_given_as_speculative_ones_are_refused_and_an_engine_the_
     assert "fitted as --engine sglang, as given, though the files name their backend vllm" in out.out + out.err
 
 
-def test_a_vllm_bench_serve_file_beside_an_sglang_one_is_one_servers_runs_said_not_refused(capsys):
+def test_a_vllm_bench_serve_file_beside_an_sglang_one_is_one_servers_runs_said_not_refused(tmp_path, capsys):
     # vllm bench serve's backend "vllm" is its OpenAI Completions client (vllm/benchmarks/lib/endpoint_request_func.py,
     # 0.34.0 L1181: "vllm": async_request_openai_completions, as "openai"), which an SGLang server answers: plain runs
     # of sglang.bench_serving beside speculative ones of vllm bench serve against the same server were refused as
     # "served by different engines (sglang, vllm)". They are fitted as the --engine given, and the backends said.
-    argv = ["calibrate-engine", "--plain", f"{BENCH}/sglang-plain.jsonl", "--spec", f"{BENCH}/vllm-eagle3.jsonl"]
+    # The runs at 1 and 64 users of each file: what is said comes from the files' backends, not from their loads.
+    files = {}
+    for name in ("sglang-plain.jsonl", "vllm-eagle3.jsonl"):
+        lines = Path(f"{BENCH}/{name}").read_text().splitlines()
+        (tmp_path / name).write_text(f"{lines[0]}\n{lines[-1]}\n")
+        files[name] = str(tmp_path / name)
+    argv = ["calibrate-engine", "--plain", files["sglang-plain.jsonl"], "--spec", files["vllm-eagle3.jsonl"]]
     argv += ["--draft", "eagle3", "--steps", "3", "--hardware", "h100", "--target", "llama-3.1-8b"]
     assert main([*argv, "--engine", "sglang@0.5.23"]) == 0
     out = capsys.readouterr()
@@ -3482,7 +3484,7 @@ def test_a_plans_speculative_runs_at_their_own_max_num_seqs_take_their_own_serve
     assert spec_servers[1] < plain_servers[1] - 1e9  # the larger profiling pass: 2.29 - 1.11 GB less cache
 
 
-def test_a_drafts_tp_of_the_targets_is_the_builds_default_and_another_is_passed_on():
+def test_a_drafts_tp_of_the_targets_is_the_builds_default_and_another_is_passed_on(tmp_path):
     """calibrate_engine passed the target's TP on as the draft's wherever tp > 1, and nothing where tp = 1: an n-gram
     sweep at tp=2 (as the command's --tp 2, or a bench plan's draft_tp: 2) was refused 'runs no network: ... draft tp
     do not apply', an option no one gave, and draft_tp=2 beside tp=1 was dropped unsaid (fitted at 1).  The target's
@@ -3491,8 +3493,13 @@ def test_a_drafts_tp_of_the_targets_is_the_builds_default_and_another_is_passed_
     from specsim.calibration.engine_calibration import calibrate_engine
     from specsim.calibration.inputs import runs_from_files
 
+    # The sweep's runs at 4 and 8 users (of 1, 4 and 8): the TP the deployment is built with is not read from the runs.
     public = f"{BENCH}/public/rtx3090-qwen3-4b-ngram"
-    runs, files, notes = runs_from_files([f"{public}/plain-code.jsonl"], [([f"{public}/ngram-k4-code.jsonl"], 4)])
+    two = {}
+    for name in ("plain-code.jsonl", "ngram-k4-code.jsonl"):
+        two[name] = tmp_path / name
+        two[name].write_text("".join(f"{line}\n" for line in Path(f"{public}/{name}").read_text().splitlines()[1:]))
+    runs, files, notes = runs_from_files([two["plain-code.jsonl"]], [([two["ngram-k4-code.jsonl"]], 4)])
     fit = dict(hardware="h100", target="qwen3-4b", engine="vllm@0.25.0", drafter="ngram", timing="roofline")
     for draft_tp in (None, 2):
         result = calibrate_engine(runs, files, notes, tp=2, draft_tp=draft_tp, **fit)
