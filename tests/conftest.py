@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,14 @@ settings.register_profile("specsim", deadline=None)
 settings.load_profile("specsim")
 
 REPO = Path(__file__).resolve().parent.parent
+
+# One torch (OpenMP) thread per test process, and in the processes the tests start (they inherit the environment):
+# the suite runs two workers on two cores, and torch's default pool (a thread per core) in each had four threads
+# spin-wait for two cores.  tests/test_harness.py alone on a loaded 2-core machine: 50.6 s of CPU with the default
+# pool, 21.5 s with one thread.  The same passes run; only their timings (which no test fixes) and the thread count
+# that a CPU's device name reports change.
+# Set before any test imports torch (torch reads it when it starts its pool); a value already set is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture
