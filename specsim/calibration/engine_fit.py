@@ -21,7 +21,9 @@ A value is fitted only where it is identified:
   ``held`` at the preset, with the runs that would free it;
 * a value whose best fit ends on its bound, that trades off with another (their estimates correlated beyond
   :data:`~.linearised.TRADE_OFF`, from the Jacobian at the fit), an engine value whose 95% interval reaches both its
-  bounds, or a value no run's time moves with (its Jacobian column zero), is ``not identified``: held at the preset (an
+  bounds, a value no run's time moves with (its Jacobian column zero), or one no run's time moves with where it
+  moves with another (a direction of the Jacobian's under :data:`~.linearised.FLAT` of its largest, which the intervals
+  cannot judge where no run is spare), is ``not identified``: held at the preset (an
   acceptance at the drafter's published one) and named, and the rest fitted again without it.  A good fit from a term at its bound does
   not carry to another gamma or another load, which is what the user calibrates for;
 * a value the runs do not pin is ``not identified`` too: every fit is made again with every measured time
@@ -53,10 +55,20 @@ import numpy as np
 
 from specsim.calibration.linearised import CONFIDENCE
 from specsim.calibration.linearised import HOLD_FIRST as _HOLD_FIRST
+from specsim.calibration.linearised import flat as _flat
 from specsim.calibration.linearised import intervals as _intervals
 from specsim.calibration.linearised import traded as _traded
 from specsim.calibration.model import PREFIX_CACHE_SAID, RunModel, Values, scale_upper
-from specsim.calibration.runs import ALPHA_BOUNDS, CalRun, check_design, check_runs, identifiable, load_key, over
+from specsim.calibration.runs import (
+    ALPHA_BOUNDS,
+    CalRun,
+    check_design,
+    check_runs,
+    identifiable,
+    load_key,
+    nudged_runs,
+    over,
+)
 from specsim.core.names import keyword_and_flag
 from specsim.core.words import counted
 from specsim.engines import HOST_STEP_UPPER_S, TERM_UNIT, TERM_UPPER, TERMS, EnginePreset, SpecHost
@@ -106,9 +118,16 @@ NUDGE = 1e-9
 #: near 0) is not pinned by the runs: 1e7 times the nudge.  On the corpus (examples/bench/public, 2026-12-03) the fits
 #: of the H100 sweep moved a value by 10% to 190%, and every other fit by 0.31% and less (most by 1e-6 and less); a
 #: threshold at 0.2% flipped its decision between two nudges on a held-out fit that moved by 0.17% and 0.31%.
+#: What it catches no linearisation at the fit sees (2026-12-07): the H100 sweep's fits moved 2.8e-2 to 3.6, where the
+#: first-order move -(J'J)^-1 J' dr of the same nudge is 1e-9 and their Jacobians are well conditioned (smallest singular
+#: value 0.1 to 0.35): the nudged solve lands on another point.  A direction no run moves along is judged by the
+#: Jacobian instead (:func:`~.linearised.flat`): there the move measured where the solver stopped (8.0e-3 at the step
+#: stop of 1e-12 on examples/bench/sglang-*'s fits with a load left out, 9.8e-3 at 1e-8).
 MOVED = 1e-2
 #: Where a fit is not pinned, every engine value a nudge moved by more than this is held (see :func:`fit_pinned`).
 LOOSE = 1e-4
+#: The solver's stop on the step (scipy least_squares' xtol): a step shorter than this share of the values ends a fit.
+STEP_TOL = 1e-12
 
 _LABELS = {
     "scale": "profile efficiency",
@@ -225,7 +244,7 @@ class _Stage:
             bounds=(lo, hi),
             x_scale="jac",
             ftol=1e-12,
-            xtol=1e-12,
+            xtol=STEP_TOL,
             gtol=1e-12,
             max_nfev=400,
         )
@@ -332,6 +351,16 @@ class _Stage:
                     f"to {_shown(loose.name, loose.upper)}): these runs do not pin it",
                 )
                 free.remove(loose)
+                continue
+            pair = _flat(free, jac)
+            if pair is not None:
+                self._hold(
+                    pair[0],
+                    "not identified",
+                    f"no run's time changes along a combination of it and the {_label(pair[1])} (the Jacobian's "
+                    f"smallest singular value is {pair[2]:.0e} of its largest): these runs cannot tell them apart",
+                )
+                free.remove(pair[0])
                 continue
             return _apply(self.values, free, x), free, x, r, jac
 
@@ -525,25 +554,6 @@ def _state(model: RunModel) -> tuple:
 def _checked(residuals: np.ndarray) -> np.ndarray:
     """Residuals with any non-finite one (a prediction the model has no finite answer for) made large, not NaN."""
     return np.where(np.isfinite(residuals), residuals, 10.0)
-
-
-def nudged_runs(runs: list[CalRun], eps: float = NUDGE) -> list[CalRun]:
-    """``runs`` with every measured time scaled by (1 + eps) and every throughput and rate by 1 / (1 + eps): nothing a
-    speedup depends on changes beyond eps, so a fit the runs pin predicts the same to about eps."""
-    out = []
-    for c in runs:
-        r = c.run
-        times = {
-            k: getattr(r, k) * (1.0 + eps)
-            for k in ("tpot_s", "ttft_s", "itl_s", "e2e_s", "duration_s")
-            if getattr(r, k) is not None
-        }
-        if r.output_tokens_per_s is not None:
-            times["output_tokens_per_s"] = r.output_tokens_per_s / (1.0 + eps)
-        if r.rate_per_s:
-            times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
-        out.append(replace(c, run=replace(r, **times)))
-    return out
 
 
 def spans_its_bounds(t: "Term") -> bool:

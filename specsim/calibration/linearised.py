@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "HOLD_FIRST", "TRADE_OFF", "intervals", "traded"]
+__all__ = ["CONFIDENCE", "FLAT", "HOLD_FIRST", "TRADE_OFF", "flat", "intervals", "traded"]
 
 CONFIDENCE = 0.95
 #: Two fitted values whose estimates correlate beyond this cannot be told apart by the runs.
 TRADE_OFF = 0.99
+#: A direction of the values along which the runs' errors change less than this share of the most they change along any
+#: (the Jacobian's smallest singular value over its largest) is one no run's time moves along: 70 times the resolution of
+#: the solver's finite-difference Jacobian (its step is the square root of the double's epsilon, 1.5e-8, and so is the
+#: smallest ratio it resolves).  Examples/bench/sglang-*'s fits with a load left out (three speculative runs for round_s,
+#: seq_s and the hidden share) ended at 3e-9 to 2.4e-8; their pinned fits' smallest ratio was 7e-4.
+FLAT = 1e-6
 #: Which of two values that trade off is held: the first of this order (the acceptance last: it is the workload's).
 HOLD_FIRST = (
     "iteration_seq_s",
@@ -74,3 +80,24 @@ def intervals(free: list, x: np.ndarray, r: np.ndarray, jac: np.ndarray) -> dict
         half = t * float(np.sqrt(max(cov[k, k], 0.0)))
         out[p.name] = (max(p.lower, (v - half) * p.unit), min(p.upper, (v + half) * p.unit))
     return out
+
+
+def flat(free: list, jac: np.ndarray) -> tuple | None:
+    """(the value to hold, the one it moves with most, their direction's singular value over the largest) where the
+    Jacobian has a direction no run's time moves along (:data:`FLAT`): the runs cannot tell those values apart, whatever
+    the residuals (where there are no more runs than values, the intervals and :func:`traded` have no residual degrees of
+    freedom to judge them by, and the solver stops wherever it started along it).  Held is the first of those carrying
+    at least a tenth of the direction in :data:`HOLD_FIRST`'s order, never an acceptance (the workload's); None if none
+    is flat or the direction is the acceptances' alone."""
+    if len(free) < 2 or jac.shape[0] < len(free):
+        return None
+    _, s, vt = np.linalg.svd(jac, full_matrices=False)
+    if not s[0] > 0 or s[-1] > FLAT * s[0]:
+        return None
+    weight = np.abs(vt[-1])
+    carried = [k for k in np.argsort(-weight) if weight[k] >= 0.1 * weight.max()]
+    terms = [k for k in carried if not free[k].name.startswith("alpha")]
+    if len(carried) < 2 or not terms:
+        return None
+    k = min(terms, key=lambda k: HOLD_FIRST.index(free[k].name))
+    return free[k], free[next(j for j in carried if j != k)], float(s[-1] / s[0])

@@ -24,7 +24,7 @@ Runs that no engine could have produced are refused before any fit (:func:`check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from specsim.core.names import given_as
 from specsim.core.words import by_number, counted
 
 __all__ = [
+    "nudged_runs",
     "ALPHA_BOUNDS",
     "POOLED_BASES",
     "SWEEP_RULES",
@@ -660,3 +661,22 @@ def check_design(dep, runs: list[CalRun]) -> None:
             f"{given_as('engine')} none adds no engine time: name the engine and version that served the runs "
             "(vllm, sglang or trtllm, e.g. vllm@0.10)"
         )
+
+
+def nudged_runs(runs: list[CalRun], eps: float) -> list[CalRun]:
+    """``runs`` with every measured time scaled by (1 + eps) and every throughput and rate by 1 / (1 + eps): nothing a
+    speedup depends on changes beyond eps, so a fit the runs pin predicts the same to about eps."""
+    out = []
+    for c in runs:
+        r = c.run
+        times = {
+            k: getattr(r, k) * (1.0 + eps)
+            for k in ("tpot_s", "ttft_s", "itl_s", "e2e_s", "duration_s")
+            if getattr(r, k) is not None
+        }
+        if r.output_tokens_per_s is not None:
+            times["output_tokens_per_s"] = r.output_tokens_per_s / (1.0 + eps)
+        if r.rate_per_s:
+            times["rate_per_s"] = r.rate_per_s / (1.0 + eps)
+        out.append(replace(c, run=replace(r, **times)))
+    return out
