@@ -1032,8 +1032,14 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     resume_s = functools.partial(_resume_s, steps)
     floor_of = _queued_floor(full_pop, cap, kv_full, P + steps.cached, O, g, limits, resume_s)
     queued = None if floor_of is None else (floor_of, lambda: full_engine().requests_per_s)
+    asked: list = []  # (top, r(n)) of the chain's last rates asked: where a load crossed r_q, its top reached c
     wait, full_share = admission_chain(
-        lam, cap, b, lambda top: _engine_rates(steps, P, O, t_pf, top, limits), 1.0 - steps.fixed_lengths, queued
+        lam,
+        cap,
+        b,
+        lambda top: asked.append((top, r := _engine_rates(steps, P, O, t_pf, top, limits))) or r,
+        1.0 - steps.fixed_lengths,
+        queued,
     )
     # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
     # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
@@ -1071,7 +1077,7 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
 
     pick = {k: held(k, v) for k, v in t.items()}
     pick.update(ttft_s=np.where(saturated, np.inf, t["ttft_s"]), e2e_s=np.where(saturated, np.inf, t["e2e_s"]))
-    pick.update(_metastable(steps, lam, P, O, t_pf, cap, limits, saturated & np.isfinite(reached), queued))
+    pick.update(_metastable(lam, cap, saturated & np.isfinite(reached), queued, *asked[-1]))
     return SteadyState(
         "rate",
         lam,
@@ -1094,9 +1100,11 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
     )
 
 
-def _metastable(steps: _Steps, lam, P, O, t_pf, cap, limits, crossed, queued) -> dict:
+def _metastable(lam, cap, crossed, queued, top, rates) -> dict:
     """SteadyState's ``unqueued_per_s``: r(c) where a load ``crossed`` r_q, the rate of the full engine with a queue
     behind it (``queued``: where that is below r(c); None where r_q is r(c)), and is below r(c); NaN elsewhere.
+    ``top`` and ``rates``: the admission chain's last numbers in the engine and r at its grid, whose top is c wherever a
+    load crossed r_q (the chain asks up to c before it finds a load past r_q), so r(c) is not asked again.
 
     Such a load is metastable.  Below c the admission chain drifts down to where r(n) meets the load, so the engine
     keeps up with nothing queued until a Poisson swing first fills it; from then a queue behind it is served at r_q,
@@ -1104,12 +1112,10 @@ def _metastable(steps: _Steps, lam, P, O, t_pf, cap, limits, crossed, queued) ->
     is not modelled: the chain's mean first passage to c is 3.6 times the simulator's (a vLLM engine of 127 requests
     at 1,000/256, 18.8/s, 4 seeds), whose number in the system has a tail six times the chain's (P(n >= 0.95 c) 2.3%
     against 0.38% at 17.5/s; prompts arriving in a burst slow every decode beside them, which the flow-equivalent
-    server's r(n) does not hold).  The rates up to c are asked only where a load crossed r_q, where the admission chain
-    asked them already."""
-    if queued is None or not np.any(crossed):
-        return {"unqueued_per_s": np.full(np.shape(crossed), np.nan)}
-    r_c = _engine_rates(steps, P, O, t_pf, cap, limits)[..., -1]
-    return {"unqueued_per_s": np.where(crossed & (lam < r_c), r_c, np.nan)}
+    server's r(n) does not hold)."""
+    r_c = np.asarray(rates)[..., -1]
+    meta = crossed & (queued is not None) & (np.asarray(top) >= cap) & (lam < r_c)
+    return {"unqueued_per_s": np.where(meta, r_c, np.nan)}
 
 
 def _queued_floor(population, in_engine, kv_full, whole, O, gamma, limits, resume_s):
