@@ -13,6 +13,7 @@ simulate (the module's setup is the longest of the suite).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -200,15 +201,16 @@ def watched(prometheus):
     (the vLLM job's was judged twice, by the verdicts' test and by the drift reference's): a list of new records on
     every call."""
     url, start_s = prometheus
-    made = {}
+
+    @functools.cache
+    def printed(job, *extra):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code, _ = _watch(url, start_s, job, None, *extra)
+        return code, out.getvalue()
 
     def of(job, *extra):
-        if (job, *extra) not in made:
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                code, _ = _watch(url, start_s, job, None, *extra)
-            made[(job, *extra)] = code, out.getvalue()
-        code, text = made[(job, *extra)]
+        code, text = printed(job, *extra)
         return code, [json.loads(line) for line in text.splitlines()]
 
     return of
@@ -276,15 +278,7 @@ def _break_even_rates(dep_engine, rows, levels: tuple = (1.0,)) -> list:
 def rules(tmp_path_factory):
     """``rules(engine)``: the (alert rules, dashboard) files :func:`_rules` writes at gamma 3, each once per module (the
     vLLM 0.26.0 files were written twice, for promtool's check and for its rule tests)."""
-    folder = tmp_path_factory.mktemp("rules")
-    made = {}
-
-    def of(engine):
-        if engine not in made:
-            made[engine] = _rules(folder, engine)
-        return made[engine]
-
-    return of
+    return functools.cache(functools.partial(_rules, tmp_path_factory.mktemp("rules")))
 
 
 def _rules(tmp_path, engine, gamma="3"):
