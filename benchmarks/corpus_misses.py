@@ -5,11 +5,12 @@ speedup.  This prints, per load left out: the terms of the fit on the other load
 held at the preset or not identified, with why), and each left-out run's measured and predicted observable (TPOT,
 or end-to-end latency where that is what the source recorded), its decode batch, its prompt share of the step and
 what bounds the engine's population; then the load's measured and predicted speedup.  The same for the fit on all
-the source's runs (in-sample), so that a miss that is there too is told from one that holding out makes.  The
-source's first deployment (its manifest's ``deployments``), with validate_corpus's runs, limits and KV cache; a
-group whose sweep's acceptance would be fitted only on the runs left out is not scored, as there.
+the source's runs (in-sample), so that a miss that is there too is told from one that holding out makes.  Every
+deployment of the source (its manifest's ``deployments``; ``--deployment TEXT`` keeps those whose name holds TEXT),
+each with validate_corpus's runs, limits and KV cache; a group whose sweep's acceptance would be fitted only on the
+runs left out is not scored, as there.
 
-    python benchmarks/corpus_misses.py --only SOURCE [--only SOURCE ...]
+    python benchmarks/corpus_misses.py --only SOURCE [--only SOURCE ...] [--deployment TEXT]
 
 Written for the diagnosis in docs/reports/2026-12-07-calibrated-misses.md.
 """
@@ -39,7 +40,8 @@ from specsim.calibration.engine_fit import (  # noqa: E402
 from specsim.calibration.model import RunModel, Values  # noqa: E402
 from specsim.calibration.runs import check_design, check_runs, identifiable  # noqa: E402
 
-#: The five sources that miss (b') at 10% on the corpus of 2026-12-06, and two of the same model that pass.
+#: The sources that miss (b') at 10% on the corpus of 2026-12-06, and two of the same model that pass; the A100
+#: source's AWQ-INT4 fp16-KV deployment misses since 1004fed (pass ``--deployment``).
 SOURCES = (
     "b200-trtllm-dsr1-fp8-mtp",
     "b200-trtllm-dsr1-fp8-ep8-mtp",
@@ -99,12 +101,20 @@ def _print_runs(model: RunModel, values: Values, index: np.ndarray, lonely: set)
         )
 
 
-def diagnose(name: str) -> None:
+def diagnose(name: str, only: str | None = None) -> None:
     folder = ROOT / name
-    spec = deployments(folder)[0]
+    specs = [s for s in deployments(folder) if only is None or only in s["name"]]
+    if not specs:
+        names = "; ".join(s["name"] for s in deployments(folder))
+        raise LookupError(f"corpus_misses.py: no deployment of {name} names {only!r}; its deployments: {names}")
+    for spec in specs:
+        _diagnose(name, spec, folder)
+
+
+def _diagnose(name: str, spec: dict, folder: Path) -> None:
     dep, why = build(spec, folder)
     if dep is None:
-        print(f"{name}: skipped ({why})")
+        print(f"{name} / {spec['name']}: skipped ({why})")
         return
     runs = _order(runs_of(spec, folder))
     check_design(dep, runs)
@@ -119,7 +129,7 @@ def diagnose(name: str) -> None:
     model.settle_start(start, preset.key)
     nudged = [RunModel(dep, nudged_runs(runs, e), limits, kv) for e in (NUDGE, -NUDGE)]
     everything = np.arange(len(runs))
-    print(f"== {name}: {dep.engine.key}, {dep.hardware.name}; limits {limits}")
+    print(f"== {name} / {spec['name']}: {dep.engine.key}, {dep.hardware.name}; limits {limits}")
     loads = list(dict.fromkeys(c.run.load for c in runs))
     for out in [None, *loads]:
         use = np.array([out is None or c.run.load != out for c in runs])
@@ -138,9 +148,14 @@ def diagnose(name: str) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--only", action="append", help="a source folder's name (repeatable; default: the seven above)")
+    p.add_argument("--deployment", help="keep the source's deployments whose name holds this text (default: every one)")
     args = p.parse_args(argv)
-    for name in args.only or SOURCES:
-        diagnose(name)
+    try:
+        for name in args.only or SOURCES:
+            diagnose(name, args.deployment)
+    except LookupError as err:
+        print(err, file=sys.stderr)
+        return 2
     return 0
 
 
