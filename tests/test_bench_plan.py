@@ -30,8 +30,8 @@ PLANS = [
     ("sglang@0.5.3", "eagle3"),
     ("sglang@0.5.23", "llama-3.2-1b"),
     ("sglang@0.4.8", "eagle"),
-    ("trtllm@1.3.0", "eagle3"),
-    ("trtllm@1.3.0", "mtp"),
+    ("trtllm@1.3.0rc29", "eagle3"),
+    ("trtllm@1.3.0rc29", "mtp"),
 ]
 
 
@@ -144,7 +144,7 @@ def test_every_engine_pins_acceptance_its_own_way():
     )
     assert "SGLANG_SIMULATE_ACC_LEN=" in new and "SGLANG_SIMULATE_ACC_METHOD=match-expected" in new
     assert "SIMULATE_ACC_LEN=" in old and "SGLANG_SIMULATE_ACC_LEN" not in old
-    plan = _plan("trtllm@1.3.0", "eagle3")
+    plan = _plan("trtllm@1.3.0rc29", "eagle3")
     pins = sorted(s.pinned_accept_length for s in plan.servers.values() if s.pinned_accept_length)
     trt = plan_files(plan)["run.sh"]
     for al in pins:  # TensorRT-LLM counts accepted draft tokens: the length less the target's own token
@@ -221,7 +221,7 @@ def test_trtllm_serve_and_its_client_are_written_word_for_word():
     --random-ids; tensorrt_llm/serve/scripts/benchmark_serving.py): the values as well as the flags."""
     from specsim.engines.trtllm import TrtllmBench
 
-    writer, plan = TrtllmBench(), _plan("trtllm@1.3.0", "eagle3")
+    writer, plan = TrtllmBench(), _plan("trtllm@1.3.0rc29", "eagle3")
     model = "meta-llama/Llama-3.1-8B-Instruct"
     spec = next(s for s in plan.servers.values() if s.steps is not None)
     env, cmd, files = writer.server(plan, spec)
@@ -297,7 +297,7 @@ def test_trtllm_ngram_server_writes_its_lookup_size():
     """NGram's speculative_config carries max_matching_ngram_size (tensorrt_llm/llmapi/llm_args.py NGramDecodingConfig)."""
     from specsim.engines.trtllm import TrtllmBench
 
-    plan = _plan("trtllm@1.3.0", "ngram")
+    plan = _plan("trtllm@1.3.0rc29", "ngram")
     spec = next(s for s in plan.servers.values() if s.steps is not None)
     _, _, files = TrtllmBench().server(plan, spec)
     config = yaml.safe_load(files[f"extra-{spec.key}.yml"])["speculative_config"]
@@ -504,7 +504,7 @@ def test_trtllm_draft_model_plan_writes_the_unions_spelling():
     (tensorrt_llm/llmapi/llm_args.py at 00043967): the old from_dict key DraftTarget is not in that union."""
     from specsim.engines.trtllm import TrtllmBench
 
-    plan = _plan("trtllm@1.3.0", "llama-3.2-1b")
+    plan = _plan("trtllm@1.3.0rc29", "llama-3.2-1b")
     spec = next(s for s in plan.servers.values() if s.steps is not None)
     written = yaml.safe_load(TrtllmBench().server(plan, spec)[2][f"extra-{spec.key}.yml"])["speculative_config"]
     assert written["decoding_type"] == "Draft_Target" in FLAGS["trtllm"]["decoding_types"]["names"]
@@ -590,7 +590,7 @@ def test_trtllm_mtp_draft_length_is_written_alike_by_the_plan_and_the_schedule()
     from specsim.engines.trtllm import TrtllmBench, to_trtllm
     from specsim.speculation.schedule import ScheduleRange
 
-    plan = _plan("trtllm@1.3.0", "mtp")
+    plan = _plan("trtllm@1.3.0rc29", "mtp")
     for spec in (s for s in plan.servers.values() if s.steps is not None):
         _, _, files = TrtllmBench().server(plan, spec)
         written = yaml.safe_load(files[f"extra-{spec.key}.yml"])["speculative_config"]
@@ -607,7 +607,7 @@ def test_trtllm_preset_names_the_backend_its_plans_serve_on():
     draft_len_schedule; not the C++ (TensorRT engine) runtime, which trtllm-bench calls its default 'cpp path'."""
     from specsim.engines.trtllm import PRESETS, TrtllmBench
 
-    plan = _plan("trtllm@1.3.0", "eagle3")
+    plan = _plan("trtllm@1.3.0rc29", "eagle3")
     _, cmd, _ = TrtllmBench().server(plan, next(s for s in plan.servers.values() if s.steps is not None))
     assert cmd[cmd.index("--backend") + 1] == "pytorch"
     assert "PyTorch backend" in PRESETS[0].release and "C++" not in PRESETS[0].release
@@ -618,7 +618,7 @@ def test_trtllm_preset_names_the_backend_its_plans_serve_on():
     [
         ("vllm@0.20.0", "eagle3", "the acceptance rate and its per-position shape"),
         ("sglang@0.5.3", "eagle3", "spec_accept_length"),
-        ("trtllm@1.3.0", "eagle3", "avg_decoded_tokens_per_iter"),
+        ("trtllm@1.3.0rc29", "eagle3", "avg_decoded_tokens_per_iter"),
     ],
 )
 def test_the_readme_says_what_each_engines_real_acceptance_runs_record(engine, draft, says):
@@ -636,7 +636,7 @@ def test_the_readme_says_what_each_engines_real_acceptance_runs_record(engine, d
 def test_a_plan_past_the_published_positions_says_which_steps_and_how_to_stay_within_them(capsys):
     """DeepSeek-V3's MTP acceptance is published for one position; the default --steps 2,4 asked for 4, and the refusal
     said 'not 4' without naming the flag that asked for it."""
-    argv = ["bench-plan", "--engine", "trtllm@1.3.0", "--hardware", "b200", "--tp", "8", "--target", "deepseek-v3"]
+    argv = ["bench-plan", "--engine", "trtllm@1.3.0rc29", "--hardware", "b200", "--tp", "8", "--target", "deepseek-v3"]
     assert main(argv + ["--draft", "mtp", "--out", "never-written"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "covers 1 draft position, not the 4 of --steps 2,4" in err[0], err
@@ -650,7 +650,7 @@ def test_the_trtllm_plan_note_on_counters_says_why_its_servers_have_none():
     is true is that the plan's servers do not set it."""
     from specsim.engines.trtllm import METRIC_NAMES, TrtllmBench
 
-    plan = _plan("trtllm@1.3.0", "eagle3")
+    plan = _plan("trtllm@1.3.0rc29", "eagle3")
     note = next(n for n in TrtllmBench().check((1, 3, 0), plan.drafter_type, [None], 1) if "counters" in n)
     assert "return_perf_metrics" in note and METRIC_NAMES[0].draft_tokens.startswith("trtllm_spec_decode")
     for server in plan.servers.values():

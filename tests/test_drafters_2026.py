@@ -13,6 +13,7 @@ import pytest
 
 from specsim.cli.main import main
 from specsim.engines import REGISTRY, get_engine
+from specsim.engines.base import Release
 from specsim.speculation.acceptance import Acceptance, tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.drafters import (
@@ -232,10 +233,11 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
             "the GPU, not suffix trees; engines that do: vllm from 0.12.0",
         ),
         (
-            ["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm"],
-            "trtllm 1.3.0 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at commit "
-            "00043967; release from the 1.4.0rc1 API docs (PR #11438)): a PARD parallel draft model (--draft pard) runs from trtllm 1.4.0 "
-            "(newer than the newest release specsim has read, 1.3.0: no preset covers it): use another drafter",
+            # a release candidate before the first one read with the drafter's config (PARD: 1.3.0rc26) is refused
+            ["--draft", "pard", "--target", "qwen3-8b", "--alpha", "0.7", "--engine", "trtllm@1.3.0rc25"],
+            "trtllm 1.3.0rc25 refuses decoding_type PARD (PARDDecodingConfig.decoding_type in tensorrt_llm/llmapi/llm_args.py at "
+            "commit 00043967; release from the 1.3.0rc26 API reference, its Literal['PARD'] (PR #11438; no earlier one read)): a "
+            "PARD parallel draft model (--draft pard) runs from trtllm 1.3.0rc26; use trtllm@1.3.0rc26 or later, or another drafter",
         ),
         (
             ["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
@@ -268,7 +270,7 @@ def test_every_refusal_names_only_engine_releases_specsim_takes():
                     continue
                 with pytest.raises(ValueError) as said:
                     cls.support(engine, at)
-                named = re.findall(rf"use ({name}@[0-9.]+)", str(said.value))
+                named = re.findall(rf"use ({name}@[0-9a-z.]+[0-9])", str(said.value))
                 for spec in named:
                     get_engine(spec)  # raises where no preset covers the release it names
                 assert named or engine.past_newest(how.since), str(said.value)
@@ -307,14 +309,22 @@ def test_the_refusal_as_a_subprocess_is_one_line_and_exit_2():
 def test_each_new_drafter_is_one_class_and_one_registry_entry_with_its_engine_names():
     rows = {
         "peagle": (PEagleHead, {"vllm": ("eagle3", (0, 16, 0))}),
-        "pard": (ParallelDraftModel, {"vllm": ("draft_model", (0, 16, 0)), "trtllm": ("PARD", (1, 4, 0))}),
+        "pard": (ParallelDraftModel, {"vllm": ("draft_model", (0, 16, 0)), "trtllm": ("PARD", Release("1.3.0rc26"))}),
         "dflash": (
             DFlashDrafter,
-            {"vllm": ("dflash", (0, 20, 0)), "sglang": ("DFLASH", (0, 5, 11)), "trtllm": ("DFlash", (1, 3, 0))},
+            {
+                "vllm": ("dflash", (0, 20, 0)),
+                "sglang": ("DFLASH", (0, 5, 11)),
+                "trtllm": ("DFlash", Release("1.3.0rc27")),
+            },
         ),
         "dspark": (
             DSparkDrafter,
-            {"vllm": ("dspark", (0, 25, 0)), "sglang": ("DSPARK", (0, 5, 16)), "trtllm": ("DSpark", (1, 3, 0))},
+            {
+                "vllm": ("dspark", (0, 25, 0)),
+                "sglang": ("DSPARK", (0, 5, 16)),
+                "trtllm": ("DSpark", Release("1.3.0rc27")),
+            },
         ),
         "suffix": (SuffixDrafter, {"vllm": ("suffix", (0, 12, 0))}),
     }

@@ -10,7 +10,7 @@ import pytest
 
 from specsim.calibration.fidelity import evaluate, load_public_tpot
 from specsim.core.names import as_flags
-from specsim.engines import ENGINES, EnginePreset, SpecHost, engine_record, get_engine, source_and_engine
+from specsim.engines import ENGINES, EnginePreset, SpecHost, engine_record, get_engine, parse_version, source_and_engine
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +111,21 @@ def test_versions_resolve_to_the_preset_covering_them(spec, key):
         ("vllm@abc", "no vllm preset for version 'abc'"),
         ("none@1", "has no versions"),
         ("none@", "has no versions"),  # not "give one (none@latest)": there is none to give
-        ("trtllm@0.20", "known: 1.0-1.3, latest"),
+        ("trtllm@0.20", "known: 1.0.0rc0-1.3.0rc29, latest"),
         # a release past every preset says why it is refused: its source was not read (TensorRT-LLM 1.4.0: no wheel on
         # PyPI, no tag readable here); one older than the oldest preset says nothing of the kind
         (
             "trtllm@1.4.0",
-            "known: 1.0-1.3, latest (1.4.0 is newer than the newest TensorRT-LLM release specsim has read, 1.3.0: its "
-            "flags, config keys, metric names and defaults are unread)",
+            "known: 1.0.0rc0-1.3.0rc29, latest (1.4.0 is newer than the newest TensorRT-LLM release specsim has read, "
+            "1.3.0rc29: its flags, config keys, metric names and defaults are unread)",
         ),
+        # 1.3.0 final does not exist (PyPI, 2026-12-07: 1.3.0rc29 the newest 1.3): it sorts after every rc, so unread
+        (
+            "trtllm@1.3.0",
+            "known: 1.0.0rc0-1.3.0rc29, latest (1.3.0 is newer than the newest TensorRT-LLM release specsim has read, "
+            "1.3.0rc29: its flags, config keys, metric names and defaults are unread)",
+        ),
+        ("trtllm@1.3.0rc30", "(1.3.0rc30 is newer than the newest TensorRT-LLM release specsim has read, 1.3.0rc29:"),
         ("vllm@0.35.0", "(0.35.0 is newer than the newest vLLM release specsim has read, 0.34.0:"),
     ],
 )
@@ -127,12 +134,21 @@ def test_versions_no_preset_covers_are_refused_with_the_known_ones(spec, message
         get_engine(spec)
 
 
-def test_a_drafter_whose_first_release_is_past_every_preset_is_listed_as_refused():
-    """TensorRT-LLM's PARD is named from 1.4.0 (its 1.4.0rc1 API docs), past the releases specsim read (to 1.3): the
-    engine's listing said 'PARD from 1.4.0' as if a preset ran it.  A drafter a covered release takes says nothing so."""
+def test_a_drafter_whose_first_release_is_past_every_preset_is_listed_as_refused(monkeypatch):
+    """TensorRT-LLM's PARD was named from 1.4.0, past the releases specsim read: the engine's listing said 'PARD from
+    1.4.0' as if a preset ran it.  A drafter a covered release takes says nothing so.  PARD is read now at 1.3.0rc26
+    (its API reference), which a preset covers; a first release past the newest read (1.4.0rc1) still says so."""
+    from specsim.engines import REGISTRY
+    from specsim.engines.base import Release
+
+    assert engine_record(get_engine("trtllm"))["drafters"]["pard"].startswith("PARD from 1.3.0rc26 (PARDDecodingConfig")
+    trtllm = REGISTRY["trtllm"]
+    later = dataclasses.replace(trtllm.methods["pard"], since=Release("1.4.0rc1"))
+    monkeypatch.setitem(REGISTRY, "trtllm", dataclasses.replace(trtllm, methods={**trtllm.methods, "pard": later}))
     drafters = engine_record(get_engine("trtllm"))["drafters"]
     assert drafters["pard"].startswith(
-        "PARD from 1.4.0 (newer than the newest release read, 1.3.0: refused at every one covered) (PARDDecodingConfig"
+        "PARD from 1.4.0rc1 (newer than the newest release read, 1.3.0rc29: refused at every one covered) "
+        "(PARDDecodingConfig"
     )
     assert not any("refused at every one" in said for kind, said in drafters.items() if kind != "pard")
     assert not any("refused at every one" in said for said in engine_record(get_engine("vllm"))["drafters"].values())
@@ -698,3 +714,28 @@ def test_the_collective_time_a_sharded_draft_models_steps_are_charged_is_said_wh
     head = Deployment.build("h200", "llama-3.3-70b", "eagle3", engine="vllm@0.34.0", target_options={"tp": 8})
     one = Deployment.build("h200", "llama-3.1-8b", "llama-3.2-1b", engine="vllm@0.34.0")
     assert not any("per tensor-parallel collective" in n for n in head.notes() + one.notes())
+
+
+@pytest.mark.parametrize(
+    "name, ordered",
+    [
+        # TensorRT-LLM numbers pre-releases and their post-releases (the corpus: 1.1.0rc2.post2, 1.2.0rc6.post3)
+        ("trtllm", ["1.1.0rc2", "1.1.0rc2.post2", "1.1.0rc3", "1.1.0", "1.2.0rc6.post3", "1.3.0rc7", "1.3.0rc8"]),
+        ("trtllm", ["1.3.0rc8", "1.3.0rc29", "1.3.0", "1.3.0.post1", "1.3.1", "1.4.0rc1", "1.4.0"]),
+        ("vllm", ["0.10.2.dev1", "0.10.2rc1", "0.10.2", "0.10.2.post1", "0.11.0rc2", "0.11.0", "0.11.1"]),
+        ("sglang", ["0.4.10", "0.4.10.post1", "0.4.10.post2", "0.5.0rc0", "0.5.0rc2", "0.5", "0.5.1.post1"]),
+    ],
+)
+def test_release_candidates_post_and_dev_releases_order_as_pep_440(name, ordered):
+    """1.3.0rc2..rc7 were read as 1.3.0 (parse_version kept major.minor.patch only), so facts read at 1.3.0rc8
+    (draft_len_schedule, the Draft_Target spelling) were written for rc2.  Each version now sorts as PEP 440 sorts it:
+    dev < rc < final < post, and a final release compares equal to the plain tuple the engine modules hold."""
+    from specsim.engines.writers import version_text
+
+    versions = [parse_version(name, v) for v in ordered]
+    assert all(a < b and b > a and a != b and not b <= a for a, b in zip(versions, versions[1:])), versions
+    assert sorted(reversed(versions)) == versions
+    for text, v in zip(ordered, versions):
+        assert version_text(v) == (text if text.count(".") >= 2 else f"{text}.0")  # said as the engine numbers it
+        assert (v == tuple(v)) == (text.replace(".", "").isdigit())  # only a final equals its plain tuple
+    assert parse_version(name, "1.3.0rc8") < (1, 3, 0) < parse_version(name, "1.3.0.post1") < (1, 3, 1)

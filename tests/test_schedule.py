@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from specsim.cli.main import main
+from specsim.engines.base import Release, parse_version
 from specsim.engines.trtllm import to_trtllm, trtllm_notes
 from specsim.engines.vllm import to_vllm, vllm_notes
 from specsim.serving.capacity import DEFAULT_MEMORY_UTILIZATION, capacity
@@ -203,7 +204,11 @@ def _trtllm_flags() -> dict:
 @pytest.mark.parametrize(
     "version, spelling",
     [((1, 0, 0), "DraftTarget"), ((1, 1, 0), "DraftTarget"), ((1, 2, 0), "DraftTarget"), ((1, 2, 1), "DraftTarget")]
-    + [((1, 3, 0), "Draft_Target")],
+    + [
+        (Release("1.3.0rc2"), "DraftTarget"),
+        (Release("1.3.0rc8"), "Draft_Target"),
+        (Release("1.3.0rc29"), "Draft_Target"),
+    ],
 )
 def test_trtllm_draft_model_spelling_per_release(version, spelling):
     """The draft model's decoding_type per release, each read in that release's rendered llm_args.py (the gh-pages
@@ -223,7 +228,9 @@ def test_trtllm_draft_model_spelling_per_release(version, spelling):
     assert [n for n in notes if "decoding_type" in n] == []
 
 
-@pytest.mark.parametrize("release, spelling", [("1.0.0", "Eagle"), ("1.2.1", "Eagle"), ("1.3.0", "Eagle3")])
+@pytest.mark.parametrize(
+    "release, spelling", [("1.0.0", "Eagle"), ("1.2.1", "Eagle"), ("1.3.0rc2", "Eagle3"), ("1.3.0rc29", "Eagle3")]
+)
 def test_trtllm_eagle3_spelling_per_release(release, spelling, capsys):
     """EAGLE-3 before 1.3 is decoding_type Eagle: from_dict's keys at 1.0.0, 1.1.0, 1.2.0 and 1.2.1 hold no Eagle3
     (the from_dict_keys names, as at fcd3f316), and Eagle's EagleDecodingConfig runs EAGLE3_ONE_MODEL on the PyTorch
@@ -243,7 +250,7 @@ def test_trtllm_eagle3_spelling_per_release(release, spelling, capsys):
 @pytest.mark.parametrize(
     "version, key",
     [((1, 0, 0), "speculative_model_dir"), ((1, 1, 0), "speculative_model_dir")]
-    + [((1, 2, 0), "speculative_model"), ((1, 3, 0), "speculative_model")],
+    + [((1, 2, 0), "speculative_model"), (Release("1.3.0rc8"), "speculative_model")],
 )
 def test_trtllm_draft_model_checkpoint_key_per_release(version, key):
     """1.0.0 and 1.1.0's DecodingBaseConfig names the draft checkpoint speculative_model_dir alone and forbids other
@@ -283,7 +290,47 @@ def test_trtllm_before_the_schedule_release_gets_the_batch_one_length(dep):
     ranges = gamma_schedule(dep, 0.8, 256, context=128)
     old = to_trtllm(ranges, "draft", version=(1, 2, 0))
     assert "draft_len_schedule" not in old and old["max_draft_len"] == ranges[0].gamma
-    assert "1.3.0" in trtllm_notes(ranges, old, (1, 2, 0))[-1]
+    assert "1.3.0rc8" in trtllm_notes(ranges, old, (1, 2, 0))[-1]
+
+
+@pytest.mark.parametrize("release", ["1.3.0rc2", "1.3.0rc7"])
+def test_trtllm_release_candidates_before_rc8_get_no_schedule(release):
+    """draft_len_schedule in the form specsim writes (keys as upper bounds) is read at 1.3.0rc8 (NVIDIA/TensorRT-LLM
+    #10860; 1.3.0rc2 has #8194's lower-bound form, rc3-rc7 were not read).  Before, every 1.3.0rcN was read as 1.3.0
+    and written the schedule.  EAGLE-3: its spelling is read from 1.3.0rc2."""
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine="none")
+    ranges = gamma_schedule(dep, 0.8, 256, context=128)
+    version = parse_version("trtllm", release)
+    old = to_trtllm(ranges, "draft", dep, version=version)
+    assert "draft_len_schedule" not in old and old["max_draft_len"] == ranges[0].gamma
+    assert (
+        f"TensorRT-LLM {release}: specsim writes draft_len_schedule for 1.3.0rc8"
+        in trtllm_notes(ranges, old, version)[-1]
+    )
+    assert "draft_len_schedule" in to_trtllm(ranges, "draft", dep, version=parse_version("trtllm", "1.3.0rc8"))
+
+
+@pytest.mark.parametrize("release", ["1.3.0rc3", "1.3.0rc7"])
+def test_trtllm_unread_release_candidates_get_no_draft_model_spelling(release, capsys):
+    """1.3.0rc2 reads DraftTarget (from_dict), 1.3.0rc8 Draft_Target (the Literal); rc3-rc7 were not read, so neither is
+    written there: one line, exit 2.  Before, they were 1.3.0 and written Draft_Target."""
+    argv = ["schedule", "--draft", "llama-3.2-1b", "--target", "llama-3.1-8b", "--alpha", "0.7", "--format", "trtllm"]
+    assert main(argv + ["--engine", f"trtllm@{release}", "--timing", "roofline"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"specsim schedule: error: TensorRT-LLM {release}: its decoding_type for DraftTarget was not read (read: "
+        "1.0.0-1.3.0rc2 DraftTarget, 1.3.0rc8-1.3.99 Draft_Target; tensorrt_llm/llmapi/llm_args.py): name a release read"
+    ]
+
+
+def test_trtllm_bare_name_writes_for_the_newest_release_read(capsys):
+    """``--engine trtllm`` was written for "TensorRT-LLM 1.3.0", a release that does not exist (PyPI, 2026-12-07:
+    1.3.0rc29 the newest 1.3); it is the newest release whose facts specsim read, 1.3.0rc29, and says so."""
+    argv = ["schedule", "--draft", "eagle3", "--alpha", "0.7", "--format", "trtllm", "--engine", "trtllm"]
+    assert main(argv + ["--timing", "roofline"]) == 0
+    err = capsys.readouterr().err
+    assert "note: written for TensorRT-LLM 1.3.0rc29\n" in err
+    assert "engine trtllm@latest (TensorRT-LLM 1.3.0rc29, the newest release of 1.0.0rc0-1.3.0rc29)" in err
 
 
 def test_vllm_per_batch_key_only_from_the_release_that_takes_it(dep):

@@ -22,7 +22,7 @@ from specsim.watch.drift import DropDetector
 from specsim.watch.windows import Window, check_names, read_samples, window_between
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-ENGINES = ("vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0")
+ENGINES = ("vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0rc29")
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +65,11 @@ def test_metric_names_follow_the_release_named():
     new, _, _ = metric_names("sglang@0.5.23")
     assert old.verify_calls is None and old.accept_length_gauge == "sglang:spec_accept_length"
     assert new.verify_calls == "sglang:spec_verify_calls_total" and new.gamma_gauge == "sglang:spec_num_steps"
-    trt, _, _ = metric_names("trtllm@1.3.0")
+    trt, _, _ = metric_names("trtllm@1.3.0rc29")
     assert trt.path == "/prometheus/metrics" and trt.gamma_info == ("trtllm_speculative_config_info", "spec_num_tokens")
     for spec, message in (
         ("sglang@0.4.1", "exports no speculative-decoding metrics"),
-        ("trtllm@1.2.0", "1.3.0 is the first"),
+        ("trtllm@1.2.0", "1.3.0rc0 is the first"),
         ("none", "serves no metrics"),
     ):
         with pytest.raises(ValueError, match=message):
@@ -1498,14 +1498,14 @@ def test_the_plot_draws_the_watched_period(day, tmp_path):
     import matplotlib.image
 
     path = tmp_path / "day.png"
-    with _serve(day, "trtllm@1.3.0") as server:
+    with _serve(day, "trtllm@1.3.0rc29") as server:
         main(
             [
                 "watch",
                 "--url",
                 server.url,
                 "--engine",
-                "trtllm@1.3.0",
+                "trtllm@1.3.0rc29",
                 "--draft",
                 "llama-3.2-1b",
                 "--interval",
@@ -1684,7 +1684,7 @@ def test_a_prometheus_watch_asks_again_a_fifth_of_a_window_later_and_gives_up_af
 def test_a_length_summed_from_per_position_counts_that_cannot_be_shares_is_dropped_with_them(day):
     # TensorRT-LLM's acceptance length is the sum of its per-position counts over its drafts: where those counts are
     # refused, the length built from them is refused too (it was kept and judged).
-    names, reads = _reads(day, "trtllm@1.3.0")
+    names, reads = _reads(day, "trtllm@1.3.0rc29")
     a, b = reads[0], reads[4]
     key = next(k for k in b.counters if k[0] == names.accepted_per_position and k[2] == 0)
     drafts = sum(

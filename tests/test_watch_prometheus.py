@@ -38,7 +38,7 @@ DAY_S, WINDOW_S, PAGE_S, DROP_S = 1800.0, 60.0, 30.0, 1440.0
 JOBS = {
     "vllm": "vllm@0.26.0",
     "sglang": "sglang@0.5.23",
-    "trtllm": "trtllm@1.3.0",
+    "trtllm": "trtllm@1.3.0rc29",
     "two": "vllm@0.26.0",
     "sglang-gauge": "sglang@0.5.5",  # its acceptance in a gauge alone (spec_accept_length), no counters
 }
@@ -307,7 +307,7 @@ def _rules(tmp_path, engine, gamma="3"):
     return path, dash
 
 
-@pytest.mark.parametrize("engine", ["vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0"])
+@pytest.mark.parametrize("engine", ["vllm@0.26.0", "sglang@0.5.4", "sglang@0.5.23", "trtllm@1.3.0rc29"])
 def test_alert_rules_and_dashboard_queries_pass_promtool(tmp_path, rules, engine):
     promtool = _tool("promtool")
     path, dash = rules(engine)
@@ -410,7 +410,7 @@ def test_the_engine_only_rule_fires_past_the_break_even(tmp_path, rules, dep):
 
 #: Engines whose half hour a backfilled server and a file hold: counters, counters per position beside an info
 #: gauge of the draft length (TensorRT-LLM), counters of verification calls (SGLang 0.5.13 on).
-BACKFILLED = ("vllm@0.26.0", "sglang@0.5.23", "trtllm@1.3.0")
+BACKFILLED = ("vllm@0.26.0", "sglang@0.5.23", "trtllm@1.3.0rc29")
 
 
 @pytest.fixture(scope="module")

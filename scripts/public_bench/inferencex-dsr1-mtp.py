@@ -484,7 +484,7 @@ DEPLOYMENTS = [
                     {
                         "name": "TensorRT-LLM 1.3.0rc14: both arms 2026-05-18",
                         "files": "*-trt1.3.0rc14.jsonl",
-                        "engine_spec": "trtllm@1.3.0",
+                        "engine_spec": "trtllm@1.3.0rc14",
                     },
                 ],
                 "",

@@ -23,6 +23,7 @@ from specsim.cli.report import describe, print_json, print_notes, table
 from specsim.core.defaults import DEFAULT_GAMMA_MAX
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT
 from specsim.engines import REGISTRY
+from specsim.engines.writers import version_text
 from specsim.speculation.schedule import DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL
 
 __all__ = ["run_schedule"]
@@ -222,7 +223,7 @@ def _static_cost(args: argparse.Namespace, engine, dep, ranges: list, acc) -> li
     gamma = engine.static_gamma(dep, ranges, args.writer_version)
     if gamma is None:
         return []
-    v = ".".join(map(str, args.writer_version))
+    v = version_text(args.writer_version)
     costs = static_cost(dep, acc, gamma, ranges, args.context)
     if not costs:
         return []

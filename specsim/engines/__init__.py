@@ -25,6 +25,7 @@ from specsim.engines.base import (
     EnginePreset,
     MetricNames,
     SpecHost,
+    bound_text,
     parse_version,
     preset_release,
 )
@@ -83,10 +84,7 @@ ENGINES = {name: PRESETS[name if name == "none" else f"{name}@{DEFAULT_VERSIONS[
 
 
 def _known(name: str) -> str:
-    def show(v):
-        return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
-
-    ranges = [f"{show(a)}-{show(b)}" for a, b, _ in _RANGES[name]]
+    ranges = [f"{bound_text(a)}-{bound_text(b)}" for a, b, _ in _RANGES[name]]
     return ", ".join(ranges + ["latest"] + [alias for (n, alias) in _ALIASES if n == name])
 
 
@@ -200,7 +198,7 @@ def preset_releases(preset: EnginePreset) -> str | None:
     name, _, key = preset.key.partition("@")
     for first, last, k in _RANGES.get(name, ()):
         if k == key:
-            return f"{'.'.join(map(str, first))}-{'.'.join(map(str, last))}"
+            return f"{version_text(first)}-{version_text(last)}"
     return None
 
 
@@ -246,10 +244,7 @@ def release_said(preset: EnginePreset) -> str:
     release = preset_release(preset.name, preset, engine.ranges)
     first, last = next(((a, b) for a, b, k in engine.ranges if k == preset.version), engine.ranges[-1][:2])
 
-    def show(v):
-        return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
-
-    return f"{engine.title} {version_text(release)}, the newest release of {show(first)}-{show(last)}"
+    return f"{engine.title} {version_text(release)}, the newest release of {bound_text(first)}-{bound_text(last)}"
 
 
 def metric_names(spec: str | EnginePreset) -> tuple[MetricNames, tuple[int, int, int], str]:
@@ -274,7 +269,7 @@ def metric_names(spec: str | EnginePreset) -> tuple[MetricNames, tuple[int, int,
             return names, release, shown
     first = tables[0]
     if release < first.first:
-        v = ".".join(map(str, first.first))
+        v = version_text(first.first)
         raise ValueError(
             f"{shown} exports no speculative-decoding metrics that specsim reads ({name} {v} is the first: "
             f"{first.source})"

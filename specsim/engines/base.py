@@ -67,6 +67,9 @@ __all__ = [
     "RecurrentVerify",
     "SpecHost",
     "make_preset",
+    "Release",
+    "as_release",
+    "bound_text",
     "parse_version",
     "preset_release",
 ]
@@ -600,21 +603,121 @@ def make_preset(
 
 
 #: A numbered version: digits only (ASCII), two or three parts, then release-candidate, post and dev suffixes
-#: (TensorRT-LLM's 1.2.0rc6.post1).
+#: (TensorRT-LLM's 1.2.0rc6.post1, SGLang's 0.4.10.post1).
 _VERSION = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:rc|\.post|post|\.dev|dev)[0-9]+)*", re.ASCII)
+_TAIL = re.compile(r"(rc|\.?post|\.?dev)([0-9]+)", re.ASCII)
+#: What a final release's tail sorts as: no pre-release (0), no post-release (-1), no dev-release (above every dev).
+_FINAL = (0, 0, -1, math.inf)
+
+
+class Release(tuple):
+    """A pre-, post- or dev-release (1.3.0rc8, 0.4.10.post1): its (major, minor, patch), as every release is a tuple
+    here, and its tail, ordered as PEP 440 orders versions (1.3.0.dev1 < 1.3.0rc7 < 1.3.0rc8 < 1.3.0 < 1.3.0.post1 <
+    1.3.1).  A plain (major, minor, patch) tuple is a final release: compared with one, 1.3.0rc8 < (1, 3, 0).
+
+    A tuple, not packaging's Version: every release bound in the engine modules is a plain tuple (``SCHEDULE_SINCE``,
+    ranges to x.y.99), and those must keep comparing with what ``--engine`` names; packaging is no declared dependency
+    (it arrives only through matplotlib's own requirements).
+
+    >>> rc7, rc8, post = Release("1.3.0rc7"), Release("1.3.0rc8"), Release("1.3.0.post1")
+    >>> rc7 < rc8 < (1, 3, 0) < post < (1, 3, 1), (1, 2, 99) < rc7, rc8 == (1, 3, 0)
+    (True, True, False)
+    >>> Release("1.1.0rc2.post2") < Release("1.1.0rc3"), str(Release("0.4.10.post1")), tuple(Release("0.4.10.post1"))
+    (True, '0.4.10.post1', (0, 4, 10))
+    """
+
+    def __new__(cls, text: str):
+        m = _VERSION.fullmatch(text)
+        if m is None or not m.group(4):
+            raise ValueError(f"not a pre-, post- or dev-release: {text!r}")
+        self = super().__new__(cls, (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)))
+        tail = text[m.end(3 if m.group(3) else 2) :]  # the whole tail (group 4 holds its last part alone)
+        pre, post, dev = (0, 0), -1, math.inf
+        for kind, n in _TAIL.findall(tail):
+            if kind == "rc":
+                pre = (-1, int(n))
+            elif kind.endswith("post"):
+                post = int(n)
+            else:
+                dev = int(n)
+        if pre == (0, 0) and post == -1:  # a dev-release of a final sorts below its pre-releases (PEP 440)
+            pre = (-2, 0)
+        self.text = f"{self[0]}.{self[1]}.{self[2]}{tail}"
+        self.key = (*self, *pre, post, dev)
+        return self
+
+    def __getnewargs__(self):
+        return (self.text,)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Release({self.text!r})"
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def _other(self, other):
+        if isinstance(other, Release):
+            return other.key
+        return (*other, *_FINAL) if isinstance(other, tuple) else None
+
+    def __eq__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key == k
+
+    def __ne__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key != k
+
+    def __lt__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key < k
+
+    def __le__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key <= k
+
+    def __gt__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key > k
+
+    def __ge__(self, other):
+        k = self._other(other)
+        return NotImplemented if k is None else self.key >= k
+
+
+def bound_text(v) -> str:
+    """A range's bound as the ranges say it: "0.10", "0.5.3", "1.3.0rc29" (a pre-release whole; x.y.0 and x.y.99 as x.y).
+
+    >>> bound_text((0, 10, 0)), bound_text((0, 13, 99)), bound_text((0, 5, 3)), bound_text(Release("1.3.0rc29"))
+    ('0.10', '0.13', '0.5.3', '1.3.0rc29')
+    """
+    if isinstance(v, Release):
+        return str(v)
+    return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] not in (0, 99) else "")
+
+
+def as_release(version) -> tuple:
+    """``version`` (a tuple, a list read from JSON, or a :class:`Release`) as a tuple that keeps its tail."""
+    return version if isinstance(version, Release) else tuple(version)
 
 
 def parse_version(name: str, text: str) -> tuple[int, int, int] | None:
-    """(major, minor, patch) of a numbered version, None if ``text`` is not one.
+    """(major, minor, patch) of a numbered version, a :class:`Release` where it has a pre-, post- or dev-release tail
+    (ordered as PEP 440 orders them), None if ``text`` is not one.
 
     >>> parse_version("vllm", "0.24.0"), parse_version("sglang", "0.5"), parse_version("vllm", "latest")
     ((0, 24, 0), (0, 5, 0), None)
     >>> parse_version("trtllm", "1.2.0rc6.post1")  # a pre-release's post-release, as TensorRT-LLM numbers them
-    (1, 2, 0)
+    Release('1.2.0rc6.post1')
     """
     m = _VERSION.fullmatch(text)
     if m is None:
         return None
+    if m.group(4):
+        return Release(text)
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
@@ -700,10 +803,8 @@ class MetricNames:
 
     @property
     def releases(self) -> str:
-        def show(v):
-            return ".".join(map(str, v[:2])) + (f".{v[2]}" if v[2] not in (0, 99) else "")
-
-        return f"{self.engine} {show(self.first)}" + ("" if self.first == self.last else f"-{show(self.last)}")
+        last = "" if self.first == self.last else f"-{bound_text(self.last)}"
+        return f"{self.engine} {bound_text(self.first)}{last}"
 
     def counters(self) -> tuple[str, ...]:
         """Every counter name these releases export that a reader of acceptance or load uses (a histogram's ``_bucket``

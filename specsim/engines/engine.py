@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from specsim.engines.base import as_release
+
 __all__ = ["BenchFiles", "DefaultLimits", "Engine", "EngineSupport", "KvPolicy", "rocm_large_moe_said"]
 
 
@@ -232,7 +234,7 @@ class Engine:
         """Whether ``release`` is newer than every release a preset covers (the last of :attr:`ranges`): its source was
         not read, so neither its flags, config keys and metric names nor its defaults are known, and no preset models
         it."""
-        return bool(self.ranges) and tuple(release) > tuple(self.ranges[-1][1])
+        return bool(self.ranges) and as_release(release) > as_release(self.ranges[-1][1])
 
     # -- hooks: what differs between engines ---------------------------------------------------------------------
     def draft_tp(self, preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:

@@ -463,7 +463,7 @@ def render_schedule(
     if adaptive is None:
         lines = [" ".join([lines[0], *running])] + lines[1:] if lines else lines
         return f"python -m sglang.launch_server --model-path {served} " + "\n".join(lines), [
-            f"written for SGLang {'.'.join(map(str, version))}"
+            f"written for SGLang {_version_text(version)}"
         ] + notes
     steps = max(v["candidate_steps"][0] for v in adaptive.values())
     tp = ["--tp", str(dep.target.tp)] if dep.target.tp > 1 else []
@@ -489,7 +489,7 @@ def render_schedule(
         ]
         + lines[1:]
     )
-    return text, [f"written for SGLang {'.'.join(map(str, version))}"] + notes
+    return text, [f"written for SGLang {_version_text(version)}"] + notes
 
 
 # -- the engine as one object -------------------------------------------------------------------------------------

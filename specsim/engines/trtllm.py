@@ -12,7 +12,16 @@ import itertools
 from typing import Any
 
 from specsim.core.names import draft_option
-from specsim.engines.base import _BASIS, MetricNames, RecurrentVerify, SpecHost, make_preset, parse_version
+from specsim.engines.base import (
+    _BASIS,
+    MetricNames,
+    RecurrentVerify,
+    Release,
+    SpecHost,
+    as_release,
+    make_preset,
+    parse_version,
+)
 from specsim.engines.engine import BenchFiles, DefaultLimits, Engine, EngineSupport, KvPolicy, MemoryShare
 from specsim.engines.writers import SHAREGPT_PREP as _SHAREGPT_PREP
 from specsim.engines.writers import BenchWriter
@@ -79,17 +88,27 @@ PRESETS = [
         recurrent=RECURRENT,
     )
 ]
-RANGES = [((1, 0, 0), (1, 3, 99), "latest")]
+#: The newest release whose facts specsim read: 1.3.0rc29 (PyPI, 2026-12-07: the newest 1.3; no 1.3.0 final, and
+#: 1.4.0rc1 exists but its writers' facts were not read).  Read there, in the API reference NVIDIA/TensorRT-LLM
+#: publishes per release on its gh-pages branch (``1.3.0rc29/llm-api/reference/<Config>.html``, stored commit
+#: bf0ee2fb): DraftTargetDecodingConfig's ``decoding_type: Literal['Draft_Target']`` and ``draft_len_schedule`` as
+#: inclusive upper bounds ("Batch sizes 1-4: use draft_len=4 ... 33+: use draft_len=0"), as at 1.3.0rc8; the
+#: Eagle3DecodingConfig, MTPDecodingConfig, NGramDecodingConfig, DFlashDecodingConfig and DSparkDecodingConfig pages
+#: are there.  A later release, 1.3.0 among them, is refused as unread, as ``vllm@9.9.9`` is.
+NEWEST = "1.3.0rc29"
+#: The preset's releases start at the 1.0 line's first release candidate: its terms were fitted to aiconfigurator's
+#: public rows, TensorRT-LLM 1.0.0rc3 among them (the writers' facts start where each was read).
+RANGES = [(Release("1.0.0rc0"), Release(NEWEST), "latest")]
 #: What TensorRT-LLM's OpenAI server exports on /prometheus/metrics (its /metrics is JSON iteration stats) when its
 #: LLM args set return_perf_metrics (iteration counters also need enable_iter_perf_stats): class MetricsCollector in
 #: tensorrt_llm/metrics/collector.py, read at commit 050f80d of NVIDIA/TensorRT-LLM, with the speculative counters of
 #: PRs #12545 and #12636 (opened 2026-03-25 and 2026-03-31; no release wheel could be read, so the first release that
-#: carries them is not pinned: 1.3.0 is assumed).  Multiprocess mode: gauges carry a pid label, counters no _created.
+#: carries them is not pinned: the 1.3 line, from its first release candidate, is assumed).  Multiprocess mode: gauges carry a pid label, counters no _created.
 #: The per-position counters count a request when it finishes and are created for positions that drafted.
 METRIC_NAMES = [
     MetricNames(
         engine="trtllm",
-        first=(1, 3, 0),
+        first=Release("1.3.0rc0"),
         last=(1, 3, 99),
         path="/prometheus/metrics",
         prefix="trtllm_",
@@ -117,7 +136,6 @@ METRIC_NAMES = [
     ),
 ]
 ALIASES: dict[str, str] = {}
-NEWEST = "1.3.0"
 
 
 def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None) -> tuple[int, str]:
@@ -130,14 +148,16 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
 
 #: draft_len_schedule keys read as inclusive upper batch bounds, the tail above the largest key at 0: the one-model
 #: path from 1.3.0rc8 (NVIDIA/TensorRT-LLM#10860), every algorithm after #12262 (in the 1.3.0rc27 and 1.4 API references;
-#: tensorrt_llm/_torch/speculative/utils.py, get_draft_len_for_batch_size).  specsim writes it for 1.3.0 and later.
+#: tensorrt_llm/_torch/speculative/utils.py, get_draft_len_for_batch_size).  specsim writes it from 1.3.0rc8.
 #: Read per release in DecodingBaseConfig (the gh-pages ``<release>/_modules/tensorrt_llm/llmapi/llm_args.html`` pages,
 #: commits at :data:`DRAFT_TARGET_SPELLINGS`): 1.0.0 and 1.1.0 have no ``draft_len_schedule`` field; 1.2.0, 1.2.1 and
 #: 1.3.0rc2 have the #8194 form, which asks for key 1 with ``schedule[1] == max_draft_len`` and documents its keys as
 #: lower bounds ("batch_size >= 4: use draft_len=2"); 1.3.0rc8 asks the smallest key's length to be max_draft_len and
-#: documents them as upper bounds ("Batch sizes 1-4: use draft_len=4", "33+: 0").  So 1.2.x takes the key, in the older
-#: reading, which specsim does not write.  No 1.3.0 final exists (PyPI, 2026-12-07: 1.3.0rc29 the newest 1.3).
-SCHEDULE_SINCE = (1, 3, 0)
+#: documents them as upper bounds ("Batch sizes 1-4: use draft_len=4", "33+: 0"), as 1.3.0rc29 does.  So 1.2.x
+#: and 1.3.0rc2 take the key, in the older reading, which specsim does not write; 1.3.0rc3-rc7 were not read, so
+#: specsim writes the schedule from 1.3.0rc8, the first release read with it.  No 1.3.0 final exists (PyPI,
+#: 2026-12-07: 1.3.0rc29 the newest 1.3).
+SCHEDULE_SINCE = Release("1.3.0rc8")
 #: The decoding types whose one-model workers take the schedule (SpeculativeDecodingMode.support_dynamic_draft_len,
 #: tensorrt_llm/_torch/speculative/interface.py): a 0-length tier there can silently collapse acceptance when the batch
 #: shrinks back (#16888, open), so specsim keeps them at 1 or more.
@@ -168,22 +188,24 @@ CAPPED_RISE = (
 #: DecodingBaseConfig, as at commit 00043967 (2026 main) and in the 1.3.0rc27 and 1.4.0rc1 API references.  At 00043967
 #: the pydantic union ``SpeculativeConfig`` discriminates on these Literals and no before-validator maps ``DraftTarget``
 #: (the only legacy name handled is ``Eagle``, TorchLlmArgs.validate_speculative_config); the union's own lines were
-#: not found in the rc8 page.  No 1.3.0 final exists (PyPI, 2026-12-07: 1.3.0rc29 the newest 1.3); 1.3.0rc2 (8ec257a2)
-#: still has the from_dict design, key ``"DraftTarget"``, so the 1.3 row is that of 1.3.0rc8 and later, as
-#: :data:`SCHEDULE_SINCE` is.
+#: not found in the rc8 page; 1.3.0rc29's API reference has the same Literal.  1.3.0rc2 (8ec257a2) still has the
+#: from_dict design, key ``"DraftTarget"``, so the first row runs to 1.3.0rc2 and the second from 1.3.0rc8, as
+#: :data:`SCHEDULE_SINCE` does; 1.3.0rc3-rc7 were not read, so no spelling is written for them (a row's releases
+#: between two read ones are taken to read as both ends do).
 DRAFT_TARGET_SPELLINGS = (
-    ((1, 0, 0), (1, 2, 99), "DraftTarget", "read"),
-    ((1, 3, 0), (1, 3, 99), "Draft_Target", "read"),
+    ((1, 0, 0), Release("1.3.0rc2"), "DraftTarget", "read"),
+    (Release("1.3.0rc8"), (1, 3, 99), "Draft_Target", "read"),
 )
 #: The same for EAGLE-3, read in the same pages.  1.0.0, 1.1.0, 1.2.0 and 1.2.1: ``from_dict``'s dict has no ``"Eagle3"``
 #: key (its keys: MTP, Medusa, Eagle, Lookahead, NGram, DraftTarget, [SaveState from 1.2.0,] UserProvided, AUTO), so
 #: ``Eagle3`` is an "Invalid decoding type"; ``"Eagle"`` gives EagleDecodingConfig, whose ``eagle3_one_model`` (default
 #: True) makes its PyTorch ``spec_dec_mode`` EAGLE3_ONE_MODEL (read at 1.0.0, 1.1.0 and 1.2.0).  1.3.0rc2 adds the key
 #: ``"Eagle3"`` (Eagle3DecodingConfig, and ``Eagle`` turned into it on the PyTorch backend); Eagle3DecodingConfig's
-#: Literal is ``"Eagle3"`` at 00043967 and in the 1.3.0rc27 API reference.
+#: Literal is ``"Eagle3"`` at 00043967 and in the 1.3.0rc27 API reference.  1.3.0rc0 and rc1 were not read, so no
+#: spelling is written for them.
 EAGLE3_SPELLINGS = (
     ((1, 0, 0), (1, 2, 99), "Eagle", "read"),
-    ((1, 3, 0), (1, 3, 99), "Eagle3", "read"),
+    (Release("1.3.0rc2"), (1, 3, 99), "Eagle3", "read"),
 )
 
 
@@ -192,9 +214,9 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
     spelling was not read from that release (:data:`DRAFT_TARGET_SPELLINGS`, :data:`EAGLE3_SPELLINGS`; the other
     decodings are spelled alike in every release).
 
-    >>> decoding_type("DraftTarget", (1, 3, 0)), decoding_type("DraftTarget", (1, 1, 0))
+    >>> decoding_type("DraftTarget", Release("1.3.0rc8")), decoding_type("DraftTarget", Release("1.3.0rc2"))
     (('Draft_Target', None), ('DraftTarget', None))
-    >>> decoding_type("Eagle3", (1, 1, 0)), decoding_type("Eagle3", (1, 3, 0)), decoding_type("MTP", (1, 1, 0))
+    >>> decoding_type("Eagle3", (1, 1, 0)), decoding_type("Eagle3", Release("1.3.0rc2")), decoding_type("MTP", (1, 1, 0))
     (('Eagle', None), ('Eagle3', None), ('MTP', None))
     """
     rows = {"DraftTarget": DRAFT_TARGET_SPELLINGS, "Eagle3": EAGLE3_SPELLINGS}.get(decoding)
@@ -202,10 +224,14 @@ def decoding_type(decoding: str, version: tuple) -> tuple[str, str | None]:
         return decoding, None
     v = _version_text(version)
     for first, last, name, known in rows:
-        if first <= tuple(version) <= last:
+        if first <= as_release(version) <= last:
             break
     else:
-        raise ValueError(f"TensorRT-LLM {v}: no decoding_type spelling known for {decoding} (specsim has 1.0-1.3)")
+        read = ", ".join(f"{_version_text(first)}-{_version_text(last)} {name}" for first, last, name, _ in rows)
+        raise ValueError(
+            f"TensorRT-LLM {v}: its decoding_type for {decoding} was not read (read: {read}; "
+            "tensorrt_llm/llmapi/llm_args.py): name a release read"
+        )
     if known == "read":
         return name, None
     return name, (
@@ -255,10 +281,10 @@ def draft_model_key(version: tuple) -> str:
     """The ``speculative_config`` key of a separate draft model's checkpoint at TensorRT-LLM ``version``
     (:data:`DRAFT_MODEL_KEY_SINCE`).
 
-    >>> draft_model_key((1, 1, 0)), draft_model_key((1, 3, 0))
+    >>> draft_model_key((1, 1, 0)), draft_model_key(Release("1.3.0rc8"))
     ('speculative_model_dir', 'speculative_model')
     """
-    return "speculative_model" if tuple(version) >= DRAFT_MODEL_KEY_SINCE else "speculative_model_dir"
+    return "speculative_model" if as_release(version) >= DRAFT_MODEL_KEY_SINCE else "speculative_model_dir"
 
 
 def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | None = None) -> dict[str, Any] | None:
@@ -270,7 +296,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
     the length is 1, not 0: see :data:`ONE_MODEL_SCHEDULE`); NGram keeps its length and stops speculating past
     ``max_concurrency``.  Before 1.3.0 the batch-1 length alone.  :func:`trtllm_notes` says what each choice costs.
     """
-    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else as_release(version)
     if ranges[0].gamma == 0:
         return None
     first = ranges[0].gamma
@@ -307,7 +333,7 @@ def to_trtllm(ranges: list, draft_model: str | None, dep=None, version: tuple | 
 
 def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> list[str]:
     """What the config :func:`to_trtllm` wrote does at ``version``, and what it had to give up."""
-    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else as_release(version)
     v = _version_text(version)
     first = ranges[0].gamma
     notes = []
@@ -318,9 +344,9 @@ def trtllm_notes(ranges: list, config: dict, version: tuple | None = None) -> li
         notes.append(MTP_LENGTH_NOTE)
     if version < SCHEDULE_SINCE:
         return notes + [
-            f"TensorRT-LLM {v}: specsim writes draft_len_schedule for 1.3.0 and later (the one-model path took it in "
-            "1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 read its keys "
-            "as lower bounds): the batch-1 length is written for every batch"
+            f"TensorRT-LLM {v}: specsim writes draft_len_schedule for {SCHEDULE_SINCE} and later (the one-model path "
+            "took it in 1.3.0rc8, NVIDIA/TensorRT-LLM#10860; every algorithm after #12262; the two-model form of #8194 "
+            "read its keys as lower bounds; 1.3.0rc3-rc7 not read): the batch-1 length is written for every batch"
         ]
     if any(r.gamma > first for r in ranges):
         notes.append(
@@ -359,6 +385,11 @@ def trtllm_options(dep, speculative_config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The first release specsim writes a pinned acceptance for: the first image SemiAnalysis InferenceX pins
+#: TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS on (the release that first reads it was not found).
+PIN_SINCE = Release("1.3.0rc14")
+
+
 class TrtllmBench(BenchWriter):
     """TensorRT-LLM: ``trtllm-serve`` with an ``--extra_llm_api_options`` YAML, and its ``benchmark_serving`` client.
 
@@ -376,18 +407,19 @@ class TrtllmBench(BenchWriter):
     variable was not found: these plans are for 1.3 (InferenceX runs them on 1.3.0rc14-rc24 images).
     """
 
-    name, newest = "trtllm", "1.3.0"
+    name, newest = "trtllm", NEWEST
     metrics = "/prometheus/metrics"
     #: The plan's servers leave return_perf_metrics off, without which /prometheus/metrics has no speculative counters
     #: (:data:`METRIC_NAMES`; their first release is not pinned either).
     real_acceptance = "the tokens per iteration its client records (avg_decoded_tokens_per_iter; the servers export no speculative counters)"
 
     def check(self, version, drafter, pins, topk):
-        if version < (1, 3, 0) and any(p is not None for p in pins):
+        if version < PIN_SINCE and any(p is not None for p in pins):
             raise ValueError(
                 f"trtllm {_version_text(version)}: the release that first reads "
                 "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
-                "TensorRT-LLM 1.3 (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), or --no-pin"
+                f"TensorRT-LLM {PIN_SINCE} and later (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), "
+                "or --no-pin"
             )
         support = drafter.support("trtllm", version)
         spelling_note = decoding_type(support.name, version)[1]
@@ -495,7 +527,7 @@ def render_schedule(
     if config is None:
         return f"# speculation does not pay (gain >= {min_gain:g}) at batch 1: leave speculative_config unset", []
     text = yaml.safe_dump(trtllm_options(dep, config), sort_keys=False).rstrip()
-    return text, [f"written for TensorRT-LLM {'.'.join(map(str, version))}"] + trtllm_notes(ranges, config, version)
+    return text, [f"written for TensorRT-LLM {_version_text(version)}"] + trtllm_notes(ranges, config, version)
 
 
 # -- the engine as one object -------------------------------------------------------------------------------------
@@ -521,10 +553,19 @@ METHODS = {
     "mtp": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS),
     "ngram": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
     "pard": EngineSupport(
-        "PARD", (1, 4, 0), _trt("PARDDecodingConfig", "the 1.4.0rc1 API docs (PR #11438)"), fractional_pin=False
+        "PARD",
+        Release("1.3.0rc26"),
+        _trt("PARDDecodingConfig", "the 1.3.0rc26 API reference, its Literal['PARD'] (PR #11438; no earlier one read)"),
+        fractional_pin=False,
     ),
-    "dflash": EngineSupport("DFlash", (1, 3, 0), _trt("DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794)")),
-    "dspark": EngineSupport("DSpark", (1, 3, 0), _trt("DSparkDecodingConfig", "the 1.3.0rc27 API docs")),
+    "dflash": EngineSupport(
+        "DFlash",
+        Release("1.3.0rc27"),
+        _trt("DFlashDecodingConfig", "the 1.3.0rc27 API docs (PR #12794; no earlier one read)"),
+    ),
+    "dspark": EngineSupport(
+        "DSpark", Release("1.3.0rc27"), _trt("DSparkDecodingConfig", "the 1.3.0rc27 API docs (no earlier one read)")
+    ),
 }
 #: Drafter kinds TensorRT-LLM does not take, and what was looked for.
 UNSUPPORTED = {
@@ -541,9 +582,10 @@ def _is_bench_file(record: dict) -> bool:
 def _per_batch_missing(dep, ranges: list, version: tuple) -> str | None:
     decoding = dep.drafter.support(NAME).name
     if version < SCHEDULE_SINCE:
-        v = ".".join(map(str, version))
+        v = _version_text(version)
         return (
-            f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from 1.3.0, NVIDIA/TensorRT-LLM#10860)"
+            f"TensorRT-LLM {v} takes no draft_len_schedule that specsim writes (from {SCHEDULE_SINCE}, "
+            "NVIDIA/TensorRT-LLM#10860)"
         )
     if decoding not in ONE_MODEL_SCHEDULE:
         return (
@@ -629,7 +671,7 @@ class _Trtllm(Engine):
 
     def capped_rise(self, version, dep):
         one_model = dep.drafter is not None and dep.drafter.support(NAME).name in ONE_MODEL_SCHEDULE
-        return CAPPED_RISE if tuple(version) >= SCHEDULE_SINCE and one_model else ""
+        return CAPPED_RISE if as_release(version) >= SCHEDULE_SINCE and one_model else ""
 
 
 ENGINE = _Trtllm(

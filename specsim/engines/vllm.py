@@ -23,6 +23,7 @@ from specsim.engines.base import (
     MetricNames,
     RecurrentVerify,
     SpecHost,
+    as_release,
     make_preset,
     parse_version,
     preset_release,
@@ -276,7 +277,7 @@ def draft_tp(preset, separate_model: bool, target_tp: int, requested: int | None
     release = preset_release(NAME, preset, RANGES)  # the one release the preset stands for (vllm@0.14: 0.27.0)
     if release >= _DRAFT_TP_GLOBAL_SINCE:
         return target_tp, (
-            f"draft at TP {target_tp}: vLLM {'.'.join(map(str, release))} takes draft_tensor_parallel_size {requested} "
+            f"draft at TP {target_tp}: vLLM {_version_text(release)} takes draft_tensor_parallel_size {requested} "
             "(vllm/config/speculative.py L1530-1551) but builds the draft's layers on the worker's tensor-parallel "
             "group, the target's (model_executor/layers/linear.py L304-311; as read in 0.34.0's source, not run); "
             f"{draft_option('tp')} {requested} has no effect there"
@@ -348,7 +349,7 @@ def to_vllm(ranges: list, draft_model: str, dep=None, version: tuple | None = No
     the target's TP whatever it says: :func:`draft_tp`).  A draft quantised on load gets ``"quantization"`` (a field of
     vLLM's SpeculativeConfig).  :func:`vllm_notes` holds what vLLM says of these keys at that version.
     """
-    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else as_release(version)
     dynamic = version >= PER_BATCH_SINCE
     k_max = max(r.gamma for r in ranges) if dynamic else ranges[0].gamma
     if k_max == 0:
@@ -383,7 +384,7 @@ _V1_RUNNER_GONE = (0, 34, 0)
 def vllm_notes(ranges: list, version: tuple | None = None, method: str | None = None) -> list[str]:
     """What vLLM ``version`` does with the config :func:`to_vllm` writes, read from that version's source: the
     per-batch key's caveats (CUDA graphs, data parallelism, methods), its tail, and the per-context key no release has."""
-    version = parse_version(NAME, NEWEST) if version is None else tuple(version)
+    version = parse_version(NAME, NEWEST) if version is None else as_release(version)
     v = _version_text(version)
     off = next((r.start_batch for r in ranges if r.gamma == 0), None)
     if version < PER_BATCH_SINCE:
@@ -638,7 +639,7 @@ def render_schedule(
     else:
         entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
         text = head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}'
-    return text, [f"written for vLLM {'.'.join(map(str, version))}"] + vllm_notes(
+    return text, [f"written for vLLM {_version_text(version)}"] + vllm_notes(
         ranges, version, dep.drafter.support(NAME).name
     )
 
@@ -750,7 +751,7 @@ METHODS = {
 
 def _per_batch_missing(dep, ranges: list, version: tuple) -> str | None:
     if version < PER_BATCH_SINCE:
-        v = ".".join(map(str, version))
+        v = _version_text(version)
         return f"vLLM {v} has no num_speculative_tokens_per_batch_size (from 0.24.0, vllm-project/vllm#32374)"
     return None
 
@@ -823,7 +824,7 @@ def _batch_defaults_read(release: tuple, tier: int) -> tuple[str, str]:
     """
     line = min(tuple(release[:2]), max(_BATCH_DEFAULTS_LINES))
     if line not in _BATCH_DEFAULTS_LINES:  # before 0.10: no preset covers it (RANGES)
-        raise ValueError(f"vLLM {'.'.join(map(str, release))}'s batch defaults were not read: 0.10.0 or later")
+        raise ValueError(f"vLLM {_version_text(release)}'s batch defaults were not read: 0.10.0 or later")
     function = _BATCH_DEFAULTS_FUNCTION.get(line, "get_batch_defaults")
     return f"{line[0]}.{line[1]}.0", f"{function} {_BATCH_DEFAULTS_LINES[line][tier]}"
 
@@ -1337,7 +1338,7 @@ class _Vllm(Engine):
         return ranges[0].gamma if len(ranges) > 1 and version < PER_BATCH_SINCE else None  # to_vllm's batch-1 length
 
     def rising_schedule(self, version):
-        return RISING_WHERE if tuple(version) >= PER_BATCH_SINCE else ""
+        return RISING_WHERE if as_release(version) >= PER_BATCH_SINCE else ""
 
 
 ENGINE = _Vllm(

@@ -3,6 +3,8 @@ module of this package says how its server and client run them), and the helpers
 
 from __future__ import annotations
 
+from specsim.engines.base import Release
+
 __all__ = ["BenchWriter", "SHAREGPT_PREP", "version_text"]
 
 
@@ -34,7 +36,8 @@ class BenchWriter:
 
 
 def version_text(v: tuple) -> str:
-    return f"{v[0]}.{v[1]}.{v[2]}"
+    """A release as its engine numbers it: "1.3.0", "1.3.0rc8" (:class:`~specsim.engines.base.Release`)."""
+    return str(v) if isinstance(v, Release) else f"{v[0]}.{v[1]}.{v[2]}"
 
 
 #: Turns {"prompt": ...} lines into the ShareGPT list that sglang.bench_serving (and TensorRT-LLM's client) read with

@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
+from specsim.engines.base import as_release
+
 __all__ = ["DayCounters", "ReplayServer", "arrivals", "edges_125", "openmetrics", "pages", "simulate_day"]
 
 #: The example day's drafter, where ``specsim replay`` is not told: a per-token acceptance of 0.6 and 3 draft tokens a
@@ -123,7 +125,7 @@ def _markers(names, release: tuple | None) -> tuple:
     if release is None:
         return ()
     written = {n.removesuffix("_total") for n in names.counters() + names.gauges()}
-    return tuple(name for name, since in names.later if since <= tuple(release) and name not in written)
+    return tuple(name for name, since in names.later if since <= as_release(release) and name not in written)
 
 
 def _families(

@@ -57,6 +57,7 @@ import numpy as np
 
 from specsim.core.names import draft_option, given_as
 from specsim.describe.models import ModelShape, _read_json, model_from_hf_config
+from specsim.engines.base import Release, as_release
 from specsim.engines.engine import EngineSupport
 from specsim.speculation.acceptance import Acceptance
 
@@ -192,7 +193,7 @@ class Drafter:
                 f"{engine} does not run {cls.label} ({given_as('draft')} {cls.spelling or cls.kind}) in any release: {found}; "
                 f"engines that do: {takes}"
             )
-        if version is not None and tuple(version) < s.since:
+        if version is not None and as_release(version) < s.since:
             # a first release past every preset's range cannot be named with --engine: say so, not "use it"
             use = (
                 f"{_unread(e, s.since)}: use another drafter"
@@ -203,7 +204,7 @@ class Drafter:
                 f"{named or e.name + ' ' + _version(version)} refuses {e.method_key} {s.name} ({s.where}): "
                 f"{cls.label} ({given_as('draft')} {cls.spelling or cls.kind}) runs from {e.name} {_version(s.since)}{use}"
             )
-        if version is not None and s.until is not None and tuple(version) > s.until:
+        if version is not None and s.until is not None and as_release(version) > s.until:
             last = f"{s.until[0]}.{s.until[1]}"
             raise ValueError(
                 f"{named or e.name + ' ' + _version(version)} refuses {cls.label} ({given_as('draft')} {cls.spelling or cls.kind}): "
@@ -379,7 +380,7 @@ def _unread(engine, since: tuple) -> str:
 
 
 def _version(v) -> str:
-    return ".".join(str(x) for x in v)
+    return str(v) if isinstance(v, Release) else ".".join(str(x) for x in v)
 
 
 class _OnePass:
