@@ -240,6 +240,14 @@ def test_pard_has_no_default_acceptance_and_says_why(capsys):
             "PARD parallel draft model (--draft pard) runs from trtllm 1.3.0rc26; use trtllm@1.3.0rc26 or later, or another drafter",
         ),
         (
+            # TensorRT-LLM's PyTorch backend runs an EAGLE-3 head for decoding_type Eagle: no EAGLE-1/2 written for it
+            ["--draft", "eagle", "--engine", "trtllm"],
+            "trtllm does not run an EAGLE head (--draft eagle) in any release: on the PyTorch backend decoding_type Eagle runs an "
+            "EAGLE-3 head (EagleDecodingConfig.spec_dec_mode: EAGLE3_ONE_MODEL or EAGLE3, tensorrt_llm/llmapi/llm_args.py "
+            "1.0.0-1.2.0; Eagle3DecodingConfig from 1.3.0rc2); EAGLE-1/2 runs on the TensorRT engine backend only, which specsim "
+            "does not model; engines that do: vllm from 0.10.0, sglang from 0.4.3",
+        ),
+        (
             ["--draft", "llama-3.2-1b", "--engine", "vllm@0.10"],
             "vllm@0.10 (vLLM 0.13.0, the newest release of 0.10-0.13) refuses method draft_model (vllm/engine/arg_utils.py: 'not supported yet' before 0.15.0): "
             "a draft model (--draft MODEL) runs from vllm 0.15.0; use vllm@0.15.0 or later, or another drafter",

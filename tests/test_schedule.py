@@ -566,8 +566,8 @@ def test_trtllm_notes_options_and_draft_tp_are_exact():
         "NGram keeps length 3 and stops speculating above max_concurrency 16 (its two-model path; the one-model schedule "
         "is not its)"
     )
-    eagle = Deployment.build(draft="eagle", engine="trtllm")
-    assert to_trtllm(off, "head", eagle)["speculative_model_dir"] == "head"  # EAGLE-1 names its head as EAGLE-3 does
+    with pytest.raises(ValueError, match="decoding_type Eagle runs an EAGLE-3 head"):  # no EAGLE-1/2 on PyTorch
+        Deployment.build(draft="eagle", engine="trtllm")
     eagle3 = Deployment.build(draft="eagle3", engine="trtllm")
     assert to_trtllm(off, "head3", eagle3)["speculative_model_dir"] == "head3"
     tp2 = Deployment.build(draft="eagle3", engine="trtllm", target_options={"tp": 2})

@@ -548,7 +548,6 @@ def _trt(config: str, release: str) -> str:
 #: take a fractional forced count.
 METHODS = {
     "draft_model": EngineSupport("DraftTarget", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
-    "eagle": EngineSupport("Eagle", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
     "eagle3": EngineSupport("Eagle3", (1, 0, 0), _TRT_ARGS),
     "mtp": EngineSupport("MTP", (1, 0, 0), _TRT_ARGS),
     "ngram": EngineSupport("NGram", (1, 0, 0), _TRT_ARGS, fractional_pin=False),
@@ -569,6 +568,16 @@ METHODS = {
 }
 #: Drafter kinds TensorRT-LLM does not take, and what was looked for.
 UNSUPPORTED = {
+    # EAGLE-1/2 runs on the TensorRT engine backend only, which specsim's preset does not model: on the PyTorch backend
+    # "Eagle" gives EagleDecodingConfig, whose spec_dec_mode is EAGLE3_ONE_MODEL where eagle3_one_model (default True),
+    # else EAGLE3 (tensorrt_llm/llmapi/llm_args.py, read in the gh-pages rendered source at 1.0.0, 1.1.0 and 1.2.0 by
+    # dd155d48, and in three stored states of the file); from 1.3.0rc2 TorchLlmArgs turns "Eagle" into
+    # Eagle3DecodingConfig.  No PyTorch mode runs an EAGLE-1/2 head.
+    "eagle": (
+        "on the PyTorch backend decoding_type Eagle runs an EAGLE-3 head (EagleDecodingConfig.spec_dec_mode: "
+        "EAGLE3_ONE_MODEL or EAGLE3, tensorrt_llm/llmapi/llm_args.py 1.0.0-1.2.0; Eagle3DecodingConfig from 1.3.0rc2); "
+        "EAGLE-1/2 runs on the TensorRT engine backend only, which specsim does not model"
+    ),
     "peagle": "no P-EAGLE decoding config found",
     "suffix": "TensorRT-LLM's SADecodingConfig is a suffix automaton on the GPU, not suffix trees",
 }
