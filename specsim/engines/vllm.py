@@ -1163,6 +1163,20 @@ _GPU_LOOKUP = (
         "(v1/worker/gpu/spec_decode/suffix/speculator.py, 0.34.0), not the V1 runner's CPU suffix trees",
     ),
 )
+# What a serial n-gram round waits for on the V1 runner, read in the 0.15.0, 0.18.0 and 0.25.0 wheels (looked for after
+# h100-qwen2.5-7b-ngram's 1.6x over-prediction at batch 1: found by looking at that source).  Async scheduling is on by
+# default without speculation and off for method "ngram" (config/vllm.py 0.15.0 L589-600, 0.18.0 L718-752, 0.25.0
+# L1005-1015; asked for, 0.18.0 raises, L692-705), so a plain arm hides its step's host work and the n-gram arm waits
+# for all of it: EngineCore.step schedules, executes and updates in turn (v1/engine/core.py 0.18.0 L378-407), then
+# post_step fetches the drafts (L409-417); the runner copies the sampled ids to the host with a blocking .cpu()
+# (_bookkeeping_sync, gpu_model_runner.py 0.18.0 L3156-3175; RejectionSampler.parse_output, rejection_sampler.py L236)
+# and only then runs the numba scan (L4038-4041, L4239-4247), on one thread (ngram_proposer.py L48: min(1, ...)).  The
+# 1 + k verify is a uniform decode batch (L740, L3290-3309) under a FULL CUDA graph on FlashAttention (flash_attn.py
+# L269-272), as the plain step.  SPEC charges its fitted terms alone (0.09 ms a round at batch 1, k = 5): the base
+# step's host work a serial round exposes is no term, as nothing outside the corpus sizes it (vllm-project/vllm#29184:
+# sync "ngram" against async "ngram_gpu", +30.5% tok/s at 2 prompts on an H20, acceptance not given), and one charge
+# per round splits the two serial n-gram sources: 1 ms takes h100-qwen2.5-7b-ngram's (a) from 85.8% to 65.6% and
+# rtx3090-qwen3-4b-ngram's (vLLM 0.25.0) from 3.8% (+0.9%) to 5.3% (-5.1%).
 #: Where a release's async scheduling hides a lookup drafter's round host work, which the preset (n-gram serial, as
 #: the V1 runner's CPU proposer forces) does not: (first release, drafter kinds, why).  0.32.0 turns async scheduling
 #: off for any method but EAGLE/MTP, "ngram_gpu", draft_model, DSpark and DFlash whatever the runner (config/vllm.py
