@@ -208,7 +208,7 @@ def test_make_all_writes_png_and_svg_deterministically(tmp_path, monkeypatch):
 
 def test_committed_figures_are_current(repo, made):
     # figures/ holds exactly what make_all produces now, every PNG and SVG byte for byte: the layout is snapped to a
-    # 1e-4 grid (figures._freeze_layout), so the AVX-512 and AVX2 paths of numpy write the same coordinates.
+    # 1e-4 grid (figures.layout.freeze_layout), so the AVX-512 and AVX2 paths of numpy write the same coordinates.
     import matplotlib
     from PIL import Image
 

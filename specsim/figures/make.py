@@ -37,9 +37,9 @@ from specsim.core.defaults import DEFAULT_ALPHA, DEFAULT_CONTEXT_TOKENS, DEFAULT
 from specsim.core.files import atomic_write_many, make_folder
 from specsim.core.limits import UnknownName
 from specsim.engines import DEFAULT_ENGINE, ENGINES
+from specsim.figures.layout import freeze_layout
 from specsim.figures.plots import (
     _BATCH_AXIS,
-    _freeze_layout,
     plot_drafters,
     plot_moe_speculation,
     plot_optimal_gamma_vs_batch,
@@ -479,7 +479,7 @@ def render(spec: FigureSpec) -> tuple[Any, dict[str, Any]]:
 
     fig = Figure(figsize=spec.size, layout="constrained")
     drawn = spec.draw(fig)
-    _freeze_layout(fig)
+    freeze_layout(fig)
     return fig, drawn
 
 

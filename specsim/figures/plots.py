@@ -18,6 +18,7 @@ import pandas as pd
 from specsim.core.files import atomic_write_bytes
 from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile, load_hardware
+from specsim.figures.layout import freeze_layout
 
 __all__ = [
     "plot_drafters",
@@ -1037,21 +1038,7 @@ def _save(path: str | Path, size: tuple, dpi: int, draw: Any, rc: dict | None = 
     with matplotlib.rc_context({"svg.hashsalt": "specsim", **({"font.size": 10} if rc is None else rc)}):
         fig = Figure(figsize=size, layout="constrained")
         draw(fig)
-        _freeze_layout(fig)
+        freeze_layout(fig)
         buffer = io.BytesIO()
         fig.savefig(buffer, format=fmt, dpi=dpi, metadata={} if fmt == "png" else {"Date": None})
     return atomic_write_bytes(Path(path), buffer.getvalue())
-
-
-def _freeze_layout(fig: Any) -> None:
-    """Run the constrained layout once, snap every axes to a 1e-4 grid of the figure, and switch the layout off.
-
-    The layout solver's floating-point result differs in the last bits between CPUs (AVX-512 or not), which
-    changed SVG coordinates in their sixth decimal; positions rounded to 1e-4 of the figure (0.1 pt on a
-    14-inch figure) make every coordinate derive from the same numbers on every machine.
-    """
-    fig.draw_without_rendering()
-    positions = [(ax, [round(v, 4) for v in ax.get_position().bounds]) for ax in fig.axes]
-    fig.set_layout_engine("none")
-    for ax, bounds in positions:
-        ax.set_position(bounds)
