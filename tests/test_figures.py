@@ -189,10 +189,16 @@ def test_throughput_figure_ends_at_memory_capacity_and_shows_the_cost(drawn):
 
 
 def test_make_all_writes_png_and_svg_deterministically(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
     from specsim.figures import make
 
+    draws = []
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer, draw=Figure.draw: draws.append(draw(fig, renderer)))
     monkeypatch.setattr(make, "_RENDERED", {})
     first = make_all(tmp_path / "a", ["speedup-vs-gamma"])
+    # Drawn three times: the layout, the PNG, the SVG (no layout engine left for savefig to draw the figure again for).
+    assert len(draws) == 3
     monkeypatch.setattr(make, "_RENDERED", {})  # drawn again, not the first drawing's bytes
     second = make_all(tmp_path / "b", ["speedup-vs-gamma"])
     assert [p.name for p in first] == ["speedup-vs-gamma.png", "speedup-vs-gamma.svg"]
