@@ -41,7 +41,8 @@ GRAPHS=$([ "$DEVICE" = cuda ] && echo --cuda-graphs || true)
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  $PY -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  # torch's versions read from its version.py without importing torch (2 s of CPU, which measure pays again)
+  $PY -c "import importlib.util as u, os, runpy, sys; v = runpy.run_path(os.path.join(u.find_spec('torch').submodule_search_locations[0], 'version.py')); print('python', sys.version.split()[0], 'torch', v['__version__'], 'cuda', v['cuda'])"
   if [ "$DEVICE" = cuda ]; then nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true; fi
 } >> "$LOG" 2>&1
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import platform
 
 import pytest
 
@@ -280,6 +281,16 @@ def test_gpu_script_rehearses_on_the_cpu(repo, tmp_path):
     assert all(
         0 < float(r["floor_s"]) == pytest.approx(float(r["floor_gemm_s"]) + float(r["floor_attn_s"])) for r in rows
     )
+    # The log's versions (read from torch's version.py, not an import of torch) are those the measurement ran on.
+    versions = (tmp_path / "log.txt").read_text().splitlines()[1].split()
+    assert versions == [
+        "python",
+        platform.python_version(),
+        "torch",
+        rows[0]["torch_version"],
+        "cuda",
+        str(torch.version.cuda),
+    ]
     if done.returncode != 0:
         # The script calibrates on this CPU's own wall clock: on a busy machine calibrate refuses those timings in one
         # line (noise, or a roofline that does not describe them) and the script stops there, nothing half-written.
