@@ -55,11 +55,18 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module's tree, walked once per process: ``ast.walk`` is slow in pure Python, and seven scans
+    here read every node of every module (each walked the trees anew: most of this file's time)."""
+    return tuple(ast.walk(_tree(path)))
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """specsim modules ``name`` imports, at module level or inside functions."""
     out = set()
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    for node in ast.walk(_tree(path)):
+    for node in _nodes(path):
         if isinstance(node, ast.ImportFrom):
             base = (
                 ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
@@ -134,11 +141,11 @@ def _statements(node: ast.AST) -> int:
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_and_function_sizes(name):
-    tree = _tree(MODULES[name])
-    assert _statements(tree) <= MAX_MODULE_STATEMENTS, f"{name} has {_statements(tree)} statements"
+    statements = sum(isinstance(n, ast.stmt) for n in _nodes(MODULES[name]))
+    assert statements <= MAX_MODULE_STATEMENTS, f"{name} has {statements} statements"
     long = [
         (node.name, _statements(node) - 1)
-        for node in ast.walk(tree)
+        for node in _nodes(MODULES[name])
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _statements(node) - 1 > MAX_FUNCTION_STATEMENTS
     ]
     assert long == []
@@ -147,10 +154,8 @@ def test_module_and_function_sizes(name):
 @functools.cache
 def _source_without_docstrings(path: Path) -> str:
     """The code of a module with its docstrings blanked (formulas quoted in prose do not count)."""
-    text = path.read_text()
-    tree = _tree(path)
-    lines = text.splitlines()
-    for node in ast.walk(tree):
+    lines = path.read_text().splitlines()
+    for node in _nodes(path):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if (
@@ -228,7 +233,7 @@ def test_a_rounds_time_is_composed_only_by_round_seconds():
 def _speedup_formulas(path: Path) -> list[str]:
     """Every ``tokens * decode step / round`` (in either order of the product) and ``latency_plain / latency_spec`` in a module."""
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in _nodes(path):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
             continue
         text = ast.unparse(node)
@@ -283,26 +288,26 @@ _ENGINE_SPELLING_EXCEPTIONS = {
 }
 
 
-def _spelled_engines(tree: ast.AST, module: str, spellings: set[str]) -> list[tuple[int, str]]:
-    """(line, text) of every string constant in ``tree`` equal to an engine's name, docstrings and the named
-    exceptions left out."""
+def _spelled_engines(nodes: tuple[ast.AST, ...], module: str, spellings: set[str]) -> list[tuple[int, str]]:
+    """(line, text) of every string constant among a tree's ``nodes`` (all of them, as :func:`_nodes` gives) equal
+    to an engine's name, docstrings and the named exceptions left out."""
     docstrings = {
         id(node.body[0].value)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         and node.body
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
     allowed = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and (module, t.id) in _ENGINE_SPELLING_EXCEPTIONS for t in node.targets
         ):
             allowed |= {id(n) for n in ast.walk(node.value)}
     return [
         (node.lineno, node.value)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and node.value.strip().lower() in spellings
@@ -320,7 +325,7 @@ def test_no_code_outside_the_engines_compares_an_engines_name():
         f"{name}:{line}: {text!r}"
         for name, path in MODULES.items()
         if not (name + ".").startswith("specsim.engines.")
-        for line, text in _spelled_engines(_tree(path), name, spellings)
+        for line, text in _spelled_engines(_nodes(path), name, spellings)
     ]
     assert found == [], found
 
@@ -333,19 +338,21 @@ def test_the_engine_name_scan_catches_what_it_is_for():
         'def f(dep):\n    """vllm"""\n    return dep.engine.name == "trtllm"\n'
         'CHOICES = ["vllm", "json"]\nKEYS = {"SGLang": 1}\nBACKENDS = ("vllm",)\n'
     )
-    assert sorted(t for _, t in _spelled_engines(ast.parse(bad), "specsim.cli.x", spellings)) == [
+    assert sorted(t for _, t in _spelled_engines(tuple(ast.walk(ast.parse(bad))), "specsim.cli.x", spellings)) == [
         "SGLang",
         "trtllm",
         "vllm",
         "vllm",
     ]
-    assert sorted(t for _, t in _spelled_engines(ast.parse(bad), "specsim.timing.kernel_db", spellings)) == [
+    assert sorted(
+        t for _, t in _spelled_engines(tuple(ast.walk(ast.parse(bad))), "specsim.timing.kernel_db", spellings)
+    ) == [
         "SGLang",
         "trtllm",
         "vllm",
     ]
     good = "def f(dep):\n    return not REGISTRY[dep.engine.name].own_draft_tp\n"
-    assert _spelled_engines(ast.parse(good), "specsim.cli.x", spellings) == []
+    assert _spelled_engines(tuple(ast.walk(ast.parse(good))), "specsim.cli.x", spellings) == []
 
 
 def test_adding_an_engine_is_one_module_and_one_registry_line():
