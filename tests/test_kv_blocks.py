@@ -558,3 +558,31 @@ def test_the_open_loop_benchmark_reads_a_poisson_runs_middle_half():
     got = bench.middle(run)
     assert got["tpot"] == pytest.approx(1.0) and got["ttft"] == pytest.approx(2.0)
     assert got["tok_s"] == pytest.approx(11.0) and got["preemptions"] == 0
+
+
+@pytest.mark.parametrize(
+    "target, draft",
+    [("llama-3.1-8b", "llama-3.2-1b"), ("gemma-3-27b", "gemma-3-270m"), ("llama-4-scout", None)]
+    + [("nemotron-3-nano-30b-a3b", None)],
+    ids=["full", "sliding-window", "chunked", "hybrid"],
+)
+def test_the_blocks_bytes_are_the_sequences_footprint_at_whole_blocks_bit_for_bit(target, draft):
+    """KvBlocks.bytes_at reads a table of ``bytes_of`` per block count (grown as larger counts are asked): every entry
+    equals :func:`sequence_kv_bytes` at the block count's tokens exactly, and sums over the same arrays are the same,
+    for full attention, a sliding window, chunked layers and a hybrid's recurrent state and scratch; what the table
+    cannot index (a count past its bound, a negative one) is asked of ``bytes_of`` directly."""
+    import functools
+
+    from specsim.serving.capacity import sequence_kv_bytes
+    from specsim.serving.kv_blocks import KvBlocks
+
+    dep = Deployment.build("h100-sxm", target, draft, timing="roofline")
+    bytes_of = functools.partial(sequence_kv_bytes, dep, with_draft=True, draft_tokens=3)
+    rng = np.random.default_rng(0)
+    for block in (1, 16):
+        kv = KvBlocks(KvPolicy(0.0, block), 1e12, np.zeros(4), bytes_of)
+        for tokens in (rng.integers(0, 900, (6,)), rng.integers(0, 200_000, (5, 9)), np.array([3e9, 17.0]), 4000.0):
+            got = kv.bytes_at(tokens)
+            want = np.asarray(bytes_of(np.ceil(np.asarray(tokens, dtype=float) / block) * block), dtype=float)
+            assert got.shape == want.shape and np.array_equal(got, want)
+            assert got.sum() == want.sum() and np.array_equal(got.sum(axis=0), want.sum(axis=0))

@@ -852,9 +852,11 @@ class ModelShape:
         """Storage of the recurrent state: the config's (fp32 for Qwen3.5 and Nemotron 3), else the 16-bit type."""
         return self.state_dtype or self.head_dtype_
 
-    @property
+    @functools.cached_property
     def recurrent_state_bytes(self) -> float:
-        """Bytes of recurrent state one sequence holds on one rank (all recurrent layers; 0 without them)."""
+        """Bytes of recurrent state one sequence holds on one rank (all recurrent layers; 0 without them).  Read once
+        per shape (it is frozen): every sequence's footprint adds it, and summing the ops again cost the simulator
+        more than the footprint's arithmetic."""
         return recurrent.state_bytes(self)
 
     def recurrent_scratch_bytes(self, draft_tokens: object) -> np.ndarray:

@@ -83,6 +83,7 @@ class KvBlocks:
         # answer is the same; only the work is saved).  ``stale``: ``held`` and ``used`` not counted since.
         self.reserved, self._slack, self.gamma, self.stale = 0.0, {}, 0, False
         self._one: dict = {}  # blocks -> bytes of one request holding them, read once each
+        self._table = np.zeros(0)  # bytes_of(k blocks) at index k, for every k asked so far (bytes_at)
         self.preemptions = 0
         self.recomputed_tokens = 0
         self.preempted_now = False  # the engine preempted since the last admission: it admits none this iteration
@@ -109,9 +110,20 @@ class KvBlocks:
         return held
 
     def bytes_at(self, tokens: object) -> np.ndarray:
-        """Bytes a request holds at ``tokens`` tokens: whole blocks."""
+        """Bytes a request holds at ``tokens`` tokens: whole blocks.  ``bytes_of`` is asked once per number of blocks
+        (a sequence's bytes are elementwise in its tokens): the simulation asks the same few thousand block counts
+        again at every iteration, and each call cost more than the arithmetic it did (the table's entries are the
+        same ``bytes_of(blocks * block_tokens)``, bit for bit)."""
         b = self.policy.block_tokens
-        return np.asarray(self.bytes_of(np.ceil(np.asarray(tokens, dtype=float) / b) * b), dtype=float)
+        blocks = np.ceil(np.asarray(tokens, dtype=float) / b)
+        most = float(blocks.max()) if blocks.size else 0.0
+        if not (blocks.size and np.isfinite(most) and float(blocks.min()) >= 0.0 and most < 1e7):
+            return np.asarray(self.bytes_of(blocks * b), dtype=float)
+        if most >= self._table.size:
+            size = max(int(most) + 1, 2 * self._table.size)
+            held = np.asarray(self.bytes_of(np.arange(size, dtype=float) * b), dtype=float)
+            self._table = np.broadcast_to(held, (size,)).copy()
+        return np.asarray(self._table[blocks.astype(np.int64)])
 
     def admits(self, i: int, tokens: int, eng) -> bool:
         """Whether request ``i``, waiting with ``tokens`` to prefill (its prompt, or its prompt and output so far where
