@@ -70,6 +70,42 @@ def test_the_rates_are_asked_only_as_far_as_the_wait_can_be_seen():
     assert asked == [14.0]
 
 
+def test_a_pass_after_the_first_asks_the_rates_of_the_cells_still_growing_alone():
+    """The admission chain asked every cell's rates again on each pass, though a pass grows a few: on watch
+    --alert-rules' grid of 201 alphas by 24 rates, three passes of 4,824 cells where 190 and 28 grew.  Given the cells'
+    rates apart (``rates_in``), a pass asks only those still growing, and every cell once more at its last top: the
+    same wait and share, to the bit, as asking all of them on every pass, and the whole grid asked twice, not once per
+    pass."""
+    from specsim.serving.arrivals import admission_chain
+
+    rng = np.random.default_rng(3)
+    c = np.floor(rng.uniform(8.0, 400.0, (7, 9)))
+    lam = rng.uniform(0.05, 1.1, (7, 9)) * c / 2.0  # a request takes 2 s alone: under, near and past r(c)
+    in_engine = np.minimum(2.0 * lam, c)
+    mu = 0.5 * (1.0 - 0.3 * rng.random((7, 9)))  # each cell its own slowing: r(n) = n mu (1 - n / 4c)
+
+    def rates(top, mu, c):
+        n = admission_grid(top)
+        return n * mu[..., None] * (1.0 - n / (4.0 * c[..., None]))
+
+    whole, alone = [], []
+
+    def rates_of(top):
+        whole.append(np.size(top))
+        return rates(top, mu, c)
+
+    def rates_in(top, cells):
+        alone.append(np.size(cells(top)))
+        return rates(cells(top)[0], cells(mu)[0], cells(c)[0])
+
+    before = admission_chain(lam, c, in_engine, rates_of, 1.0)
+    passes = len(whole)
+    whole.clear()
+    after = admission_chain(lam, c, in_engine, rates_of, 1.0, rates_in=rates_in)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))
+    assert passes >= 3 and whole == [c.size, c.size] and len(alone) == passes - 1 and max(alone) < c.size, alone
+
+
 DEP = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline")
 
 

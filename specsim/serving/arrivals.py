@@ -51,6 +51,8 @@ the birth-death sums run over every whole n up to c.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = [
@@ -61,6 +63,8 @@ __all__ = [
     "admission_said",
     "admission_chain",
     "admission_wait_s",
+    "cells_alone",
+    "cells_apart",
     "fixed_times_factor",
     "landed_iteration_s",
     "on_grid",
@@ -110,7 +114,13 @@ def admission_wait_s(
 
 
 def admission_chain(
-    rate_per_s: object, bound: object, in_engine: object, rates_of, service_scv: object = 0.0, queued=None
+    rate_per_s: object,
+    bound: object,
+    in_engine: object,
+    rates_of,
+    service_scv: object = 0.0,
+    queued=None,
+    rates_in=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(W, Q): the mean wait for admission, seconds, of Poisson arrivals at ``rate_per_s`` to an engine that holds at most
     ``bound`` (c) requests (the module's docstring); ``rates_of(top)`` gives the rates, per second, at which requests
@@ -140,6 +150,15 @@ def admission_chain(
     further, a quarter further each time, and c at last (so the source is not asked, nor notes anything, about batches
     that cannot change the answer).
 
+    ``rates_in(top, alone)``: the rates of some cells alone, (cell, grid point), ``alone(x)`` giving any input at those
+    cells (:func:`cells_alone`), where the source can give them (None: it cannot).  A pass after the first asks them of the cells still growing
+    only, and the cells that stopped are asked once more with the rest at their last tops: the answer is that last
+    pass's, every cell asked at its top with every other as before (the rates of a cell are not quite apart from the
+    others': iterations that stop where all have settled, sums over a grid as long as the largest top), and a pass's
+    cells alone only decide which grow (a bound within a rounding of ``NEGLIGIBLE_S`` could decide otherwise).  On
+    watch --alert-rules' grid of 201 alphas by 24 rates, three passes asked 4,824 cells, 4,824 and 4,824; now 4,824,
+    190, 28 and 4,824.
+
     An engine of 4 whose requests each take 1 s however many are in it (r(n) = n, M/M/4) at 2 requests/s: Erlang C
     gives the chance of waiting 4/23 and the mean wait 4/23 / (4 - 2) = 2/23 s; for fixed service times
     R_D(4, 1/2) = 1/2 (1 + 1/2 x 3 (sqrt(24) - 2) / 32) of it.
@@ -155,18 +174,39 @@ def admission_chain(
     c = np.asarray(bound, dtype=float)
     scv = np.asarray(service_scv, dtype=float)
     top = np.minimum(c, np.ceil(NEAR * np.maximum(np.asarray(in_engine, dtype=float), 1.0)) + 1.0)
-    for _ in range(64):  # top grows by a quarter where it moves: c (at most 65536) within 64 passes
-        r = np.asarray(rates_of(top), dtype=float)
+    r = np.asarray(rates_of(top), dtype=float)
+    part, weight = _birth_death(lam, top, r)
+    floor_of = None if queued is None else queued[0]
+    more = _grows(lam, c, top, r, part, weight, floor_of)
+    grow = lambda top, more: np.where(more, np.minimum(c, np.ceil(NEAR * top)), top)  # noqa: E731  (by a quarter)
+    if rates_in is not None and np.ndim(more) and np.any(more):
+        shape = np.shape(more)
+        lam_all, c_all = np.broadcast_to(lam, shape), np.broadcast_to(c, shape)
+        for _ in range(63):  # top grows by a quarter where it moves: c (at most 65536) within 64 passes
+            top = grow(top, more)
+            cells = np.nonzero(more)
+            grown = np.asarray(rates_in(top, cells_alone(shape, more)), dtype=float)  # (cell still growing, point)
+            cut = None if floor_of is None else functools.partial(_floor_of_cells, floor_of, more)
+            bits = _birth_death(lam_all[more], top[more], grown)
+            still = _grows(lam_all[more], c_all[more], top[more], grown, *bits, cut)
+            if not np.any(still):
+                break
+            more = np.zeros(shape, dtype=bool)
+            more[tuple(i[still] for i in cells)] = True
+        else:
+            more = np.zeros(shape, dtype=bool)  # (64 passes: never, c being at most 65536)
+        r = np.asarray(rates_of(top), dtype=float)  # every cell at its last top, with every other, as one pass asks
         part, weight = _birth_death(lam, top, r)
-        # r(n) >= r(top) up to c (r grows with n) and r_q >= floor_of(r(top)) past it: lambda / q bounds every ratio
-        q = lam / (r[..., -1] if queued is None else np.minimum(r[..., -1], queued[0](r[..., -1])))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            beyond = np.where(q < 1.0, part * q ** (c - top + 1.0) / (1.0 - q) ** 2 / weight / lam, np.inf)
-        # the factor is at most 1 (fixed_times_factor), so beyond bounds the wait whatever r(c) turns out to be
-        more = (top < c) & (beyond > NEGLIGIBLE_S)
-        if not np.any(more):
-            break
-        top = np.where(more, np.minimum(c, np.ceil(NEAR * top)), top)
+    else:
+        for _ in range(63):
+            if not np.any(more):
+                break
+            top = grow(top, more)
+            r = np.asarray(rates_of(top), dtype=float)
+            part, weight = _birth_death(lam, top, r)
+            more = _grows(lam, c, top, r, part, weight, floor_of)
+        else:
+            top = grow(top, more)  # 64 passes asked (never, c being at most 65536): the single loop grew it once more
     leaving = r[..., -1]
     if queued is not None and np.any(top >= c):
         leaving = np.where(top >= c, np.minimum(leaving, np.asarray(queued[1](), dtype=float)), leaving)
@@ -182,6 +222,47 @@ def admission_chain(
         np.where(lam > 0.0, np.where(below | (top < c), wait, np.inf), 0.0),
         np.where(lam > 0.0, np.where(below | (top < c), held, 1.0), 0.0),
     )
+
+
+def _grows(lam, c, top, r, part, weight, floor_of) -> np.ndarray:
+    """Where :func:`admission_chain` asks the rates further: below c, and the chain's weight past ``top`` may be more
+    than ``NEGLIGIBLE_S`` of the wait (``r`` the rates up to ``top``, ``part`` and ``weight`` :func:`_birth_death`'s,
+    ``floor_of`` the bound under r_q, None where r_q is r(c))."""
+    # r(n) >= r(top) up to c (r grows with n) and r_q >= floor_of(r(top)) past it: lambda / q bounds every ratio
+    q = lam / (r[..., -1] if floor_of is None else np.minimum(r[..., -1], floor_of(r[..., -1])))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        beyond = np.where(q < 1.0, part * q ** (c - top + 1.0) / (1.0 - q) ** 2 / weight / lam, np.inf)
+    # the factor is at most 1 (fixed_times_factor), so beyond bounds the wait whatever r(c) turns out to be
+    return (top < c) & (beyond > NEGLIGIBLE_S)
+
+
+def cells_alone(shape: tuple, cells: np.ndarray):
+    """``alone(x, points=1)``: an array ``x`` (broadcast to ``shape``) at the True ``cells`` alone, as one row, each
+    value repeated ``points`` times; anything else (a scalar, an acceptance model) as it is.
+
+    >>> alone = cells_alone((2, 3), np.array([[True, False, False], [False, False, True]]))
+    >>> alone(np.arange(6.0).reshape(2, 3)).tolist(), alone(np.array([[1.0], [2.0]]), 2).tolist(), alone(0.5)
+    ([[0.0, 5.0]], [[1.0, 1.0, 2.0, 2.0]], 0.5)
+    """
+
+    def alone(x, points: int = 1):
+        if not isinstance(x, np.ndarray) or x.ndim == 0:
+            return x
+        return np.repeat(np.broadcast_to(x, shape)[cells], points)[None, :]
+
+    return alone
+
+
+def cells_apart(shape: tuple, *values) -> bool:
+    """Whether every array of ``values`` broadcasts to ``shape``, so that :func:`cells_alone` takes its cells apart."""
+    return all(not isinstance(v, np.ndarray) or np.broadcast_shapes(v.shape, shape) == tuple(shape) for v in values)
+
+
+def _floor_of_cells(floor_of, cells: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """``floor_of`` (of the whole shape of ``cells``) at the ``rates`` of the True ``cells`` alone."""
+    whole = np.ones(np.shape(cells))
+    whole[cells] = rates
+    return np.broadcast_to(floor_of(whole), whole.shape)[cells]
 
 
 def fixed_times_factor(servers: object, rho: object, service_scv: object = 0.0) -> np.ndarray:

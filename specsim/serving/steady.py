@@ -77,7 +77,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
-from specsim.serving.arrivals import admission_chain, admission_grid, landed_iteration_s, on_grid
+from specsim.serving.arrivals import GRID, admission_chain, admission_grid, cells_apart, landed_iteration_s, on_grid
 from specsim.serving.bursts import burst_clustering, burst_iterations, burst_riding
 from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
@@ -1040,6 +1040,23 @@ def _open_loop(steps: _Steps, lam, P, O, t_pf, n_e, limited, limits) -> SteadySt
         lambda top: asked.append((top, r := _engine_rates(steps, P, O, t_pf, top, limits))) or r,
         1.0 - steps.fixed_lengths,
         queued,
+        # a pass after the first asks the cells still growing alone (each of its inputs at those cells, as one row)
+        (
+            lambda top, alone: _engine_rates(
+                _Steps(
+                    steps.dep,
+                    alone(steps.acceptance),
+                    alone(steps.gamma, GRID),  # (the rest _engine_rates spreads over each cell's grid itself)
+                    alone(steps.context),
+                    steps.fixed_lengths,
+                    alone(steps.cached),
+                ),
+                *map(alone, (P, O, t_pf, top)),
+                limits,
+            )[0]
+        )
+        if cells_apart(shape, steps.acceptance, steps.gamma, steps.context, steps.cached, P, O, t_pf)
+        else None,
     )
     # Below capacity the swings that fill a KV cache that preempts charge a full engine's preemptions, Q of the time:
     # their resumes ride in every iteration beside the prompts, so the fixed point is solved again with them.
