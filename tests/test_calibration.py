@@ -715,6 +715,47 @@ def test_a_fits_steps_in_the_engines_terms_make_nothing_the_runs_and_acceptance_
     _assert_times_of_a_fresh_model(dep, model, values, index, steps, times)
 
 
+def test_a_fits_steps_in_the_efficiencies_count_a_closed_loops_preemptions_once(dep, monkeypatch):
+    """A closed loop's preemption counts (m, L: specsim.serving.preemption, of the runs and their population alone) were
+    made again at each efficiency scale and prefill efficiency a fit stepped to, for the resume's prefill time their
+    charge adds last (the full engine's unfinished_share iteration was 17% of the CPU of the multi-turn DO runs' fit in
+    tests/test_calibration.py).  Now the counts are made once and the resume timed at each; the times are the same to
+    the bit, and a step in the scale still moves the charge (the resume is timed at it)."""
+    import specsim.calibration.model as run_model
+    from specsim.serving.capacity import sequence_kv_bytes
+
+    runs = [c for c in _model_runs(dep, prompts=(2048,), loads=(32, 64)) if c.setup is None or c.setup.steps == 2]
+    per_plain = float(sequence_kv_bytes(dep, 2048 + 128, with_draft=False))
+    per_spec = float(sequence_kv_bytes(dep, 2048 + 128, with_draft=True, draft_tokens=2))
+    model = RunModel(dep, runs, kv_bytes=(10.5 * per_plain, 6.5 * per_spec))
+    values = dataclasses.replace(TRUE, alphas=())
+    model.settle(values)
+    index = np.arange(len(runs))
+    made, resumed = [], []
+    counted = run_model.closed_loop_charge
+
+    def charge(*args, **kwargs):
+        out = counted(*args, **kwargs)
+        made.append(out)
+        return out
+
+    monkeypatch.setattr(run_model, "closed_loop_charge", charge)
+    steps = [dataclasses.replace(values, scale=TRUE.scale * (1.0 - k / 20.0)) for k in range(3)]
+    steps += [dataclasses.replace(values, prefill_scale=1.0 + k / 10.0) for k in range(1, 3)]
+    times = []
+    for v in steps:
+        times.append(model.times(v, index))
+        resumed.append([c[2] for c in model._charges.values() if c is not None])
+    assert len(made) == 1 and made[0] is not None, made  # counted once, and the cache binds: preemptions charged
+    # each scale's charge times the resume there
+    assert all(not np.array_equal(resumed[0][0], r[-1]) for r in resumed[1:3]), resumed
+    for v, t in zip(steps, times):  # the times as a model of the same runs and cache that kept nothing makes them
+        fresh = RunModel(dep, runs, kv_bytes=(10.5 * per_plain, 6.5 * per_spec))
+        fresh.settle(values)
+        for key, got in fresh.times(v, index).items():
+            np.testing.assert_array_equal(t[key], got, err_msg=key)
+
+
 def _assert_times_of_a_fresh_model(dep, model, values, index, points, times):
     """Each of ``times`` (a kept model's, at ``points``) is, key by key and to the bit, what a model of the same runs that
     kept nothing gives, settled at ``values``."""

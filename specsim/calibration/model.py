@@ -171,6 +171,7 @@ class RunModel:
         self._scaled: dict = {}
         self._times: dict = {}
         self._charges: dict = {}
+        self._counts: dict = {}
         self._shares: dict = {}
         self._acceptances: dict = {}
         self._meets: dict = {}  # id(population), closed loop of users -> (population, steady.closed_loop_meets)
@@ -546,20 +547,31 @@ class RunModel:
         waved = k == "full" or (k == "concurrency" and not self.same_lengths[i].all())
         alpha = self.acceptance(values.alphas, i)[0] if waved else None
 
-        def charge():
+        def counts():
+            # (m, L) alone: a resume's time is the last thing each charge asks, of the L it has counted
             args = (self.limits, self.load[i], self.in_engine[i], self.limited_by[i], self.prompt[i], self.output[i])
-            wave = None
+            wave, unasked = None, lambda L: None
             if waved:
                 wave = wave_of(pop, self.limits, self.steps[i], self.same_lengths[i], self.prefilled[i], alpha, args[5])
             if k == "full":
                 kv_bound = saturated_kv_bound(self.limited_by[i], self.in_engine[i], self.limits, self.steps[i])
-                return saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], resume_s, wave)
-            return closed_loop_charge(*args, resume_s, wave) if k == "concurrency" else drained_charge(*args, resume_s)
+                out = saturated_charge(self.limits, self.in_engine[i], kv_bound, *args[4:], unasked, wave)
+            elif k == "concurrency":
+                out = closed_loop_charge(*args, unasked, wave)
+            else:
+                out = drained_charge(*args, unasked)
+            return None if out is None else out[:2]
 
-        # The charge depends on the runs and the prompt's time alone, kept: a fit's steps in the engine's other terms
-        # and the acceptances ask for the same one (6% of calibrate-engine --plan examples/bench/plan/plan.yaml's CPU).
+        # The counts depend on the runs and their population alone, kept: a fit's steps in the efficiency scale, the
+        # prefill efficiency and the engine's other terms ask for the same ones (unfinished_share's iteration was 17% of
+        # the CPU of tests/test_calibration.py's slowest test, re-made at each scale); the charge adds the prompt's
+        # time, kept per scale and prefill efficiency (6% of calibrate-engine --plan examples/bench/plan/plan.yaml's).
         wave_key = np.asarray(pop.cycle).tobytes() + alpha.tobytes() if waved else b""
-        preempted = _kept(self._charges, (k, i.tobytes(), values.scale, values.prefill_scale, wave_key), charge, 64)
+        counted = _kept(self._counts, (k, i.tobytes(), wave_key), counts, 64)
+        preempted = None
+        if counted is not None:
+            key = (k, i.tobytes(), values.scale, values.prefill_scale, wave_key)
+            preempted = _kept(self._charges, key, lambda: (*counted, resume_s(counted[1])), 64)
         requests = self.completed[i] if k == "concurrency" else None
         # What the population alone decides of the times (steady.closed_loop_meets), kept with it: a fit's steps in the
         # engine's terms time the same population again (a third of closed_loop_times' CPU in calibrate-engine --plan).
