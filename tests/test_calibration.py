@@ -1350,15 +1350,47 @@ def test_the_wrong_engine_is_named_when_another_engines_rounds_fit_far_better(de
 
 
 # -- one file, every command ---------------------------------------------------------------------------------------------
+def _calibrated_once(patch) -> dict:
+    """Sets (with ``patch``, a pytest.MonkeyPatch) the calibrate_engine that calibrate-engine calls to one that gives a
+    call with the arguments of one made already (its progress callback aside) that one's result, not a fit made again:
+    a text and a --json of the same flags are two printings of one calibration.  Returns the calibrations made, by
+    their arguments' repr, for the test to count."""
+    from specsim.calibration import engine_calibration
+
+    made, calibrate = {}, engine_calibration.calibrate_engine
+
+    def once(*args, **kwargs):
+        given = repr((args, {k: v for k, v in kwargs.items() if k != "done"}))
+        if given not in made:
+            made[given] = calibrate(*args, **kwargs)
+        return made[given]
+
+    patch.setattr(engine_calibration, "calibrate_engine", once)
+    return made
+
+
 @pytest.fixture(scope="module")
-def plan_run(tmp_path_factory) -> tuple[dict, Path]:
-    """(what ``calibrate-engine --plan PLAN --json --out FILE`` prints, FILE): the shipped plan calibrated once by the
-    CLI for the tests that read its output or its file (those that change the file copy it into their own folder)."""
+def plan_printed(tmp_path_factory) -> tuple[dict, Path, str]:
+    """(what ``calibrate-engine --plan PLAN --json --out FILE`` prints, FILE, what ``calibrate-engine --plan PLAN``
+    prints): the shipped plan calibrated once by the CLI for the tests that read its output or its file (those that
+    change the file copy it into their own folder).  The two printings are of one calibration: the second call of
+    calibrate_engine, with the first's arguments (asserted), is given its result, not fitted again."""
     out = tmp_path_factory.mktemp("plan") / "calibration.yaml"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out), "--json"]) == 0
-    return json.loads(printed.getvalue()), out
+    printed, text = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        made = _calibrated_once(patch)
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out), "--json"]) == 0
+        with contextlib.redirect_stdout(text), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["calibrate-engine", "--plan", PLAN]) == 0
+    assert len(made) == 1
+    return json.loads(printed.getvalue()), out, text.getvalue()
+
+
+@pytest.fixture(scope="module")
+def plan_run(plan_printed) -> tuple[dict, Path]:
+    """(what ``calibrate-engine --plan PLAN --json --out FILE`` prints, FILE): :func:`plan_printed`'s."""
+    return plan_printed[:2]
 
 
 @pytest.fixture
@@ -1618,12 +1650,11 @@ def test_a_plans_deployment_refused_names_the_plans_key_not_a_flag(tmp_path, cap
 
 
 @PLAN_GROUP
-def test_a_plans_fit_names_the_plans_keys_in_its_warnings_once(capsys):
+def test_a_plans_fit_names_the_plans_keys_in_its_warnings_once(plan_printed):
     """A fit's warnings name what to check by the keyword and the flag (core.names.keyword_and_flag); a plan's engine
     and hardware were read from plan.yaml (core.names.read_from), and the warning said "plan.yaml's engine /
-    plan.yaml's engine": named once."""
-    assert main(["calibrate-engine", "--plan", PLAN]) == 0
-    (warning,) = [line for line in capsys.readouterr().out.splitlines() if "as shipped is off by" in line]
+    plan.yaml's engine": named once.  (calibrate-engine --plan PLAN's text, made once: plan_printed.)"""
+    (warning,) = [line for line in plan_printed[2].splitlines() if "as shipped is off by" in line]
     assert "check that plan.yaml's engine names the engine and version that served them (and plan.yaml's hardware " in (
         warning
     )
@@ -3097,7 +3128,6 @@ def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, t
     full engine (steady._open_loop's closed loop of the N_e it holds, charged saturated_charge), so its fitted TPOT is
     the answers' at the fitted values to float rounding (one serving model: no tolerance beyond 1e-9), and said under
     the table and in --json."""
-    from specsim.calibration import engine_calibration
     from specsim.calibration.engine_calibration import calibrate_engine, runs_kv_bytes
     from specsim.calibration.inputs import runs_from_files
     from specsim.serving.steady import served_state
@@ -3131,19 +3161,7 @@ def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, t
     )
     assert len(fit.notes) == 1 and fit.notes[0].startswith(said)
     argv = SPEC.format(spec=path).split() if spec else ["--plain", str(path), "--hardware", "h100"]
-    # The text and --json are two printings of one calibration: the second call, with the same arguments (asserted),
-    # is given the first's result, not fitted again.
-    made = []
-
-    def once(*args, **kwargs):
-        given = (args, {k: v for k, v in kwargs.items() if k != "done"})
-        if made:
-            assert repr(given) == repr(made[0][0])
-            return made[0][1]
-        made.append((given, calibrate_engine(*args, **kwargs)))
-        return made[0][1]
-
-    monkeypatch.setattr(engine_calibration, "calibrate_engine", once)
+    made = _calibrated_once(monkeypatch)  # the text and --json: one calibration (asserted below)
     assert main(["calibrate-engine", *argv]) == 0
     out = capsys.readouterr().out.splitlines()
     table = next(n for n, line in enumerate(out) if line.startswith("run "))
@@ -3270,12 +3288,13 @@ def _scaled_plain(path, factor: float) -> str:
     return str(path)
 
 
-def test_plain_runs_under_the_models_floor_are_said(capsys, tmp_path):
+def test_plain_runs_under_the_models_floor_are_said(capsys, tmp_path, monkeypatch):
     # The example's plain runs at half their times: the kernel source's bare GPU pass of llama-3.1-8b on an H100 alone
     # is more than they took at every load, and every engine term that could shorten a step ends on its bound (0 ms per
     # iteration and per sequence, prompts at 5x).  The output says their error is that floor's (a fit's 58% would read
     # as a fit's); the example's own runs, which the fit reaches within 2%, are under no floor.
     argv = ["calibrate-engine", "--hardware", "h100", "--engine", "vllm@0.10", "--timing", "kernels", "--plain"]
+    made = _calibrated_once(monkeypatch)  # half.jsonl's --json and text: one calibration (asserted below)
     assert main(argv + [_scaled_plain(tmp_path / "half.jsonl", 0.5), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     floor = out["plain_floor"]
@@ -3291,6 +3310,7 @@ def test_plain_runs_under_the_models_floor_are_said(capsys, tmp_path):
     assert f"(kernels: {floor['source_s'] * 1e3:.2f} ms at batch 1.0 over 1,128 cached)" in said[0]
     assert main(argv + [_scaled_plain(tmp_path / "one.jsonl", 1.0), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plain_floor"] is None
+    assert len(made) == 2
 
 
 DO_GTC = Path(__file__).parent / "data" / "do-gtc-2026"

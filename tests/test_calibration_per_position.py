@@ -100,9 +100,23 @@ def test_a_run_at_fewer_steps_takes_the_sum_of_the_deeper_runs_shares_not_the_ch
     assert deeper.sweep_accept_basis == "chain"
 
 
-def test_the_calibration_records_the_shares_and_says_how_a_run_took_them(tmp_path, capsys):
+def test_the_calibration_records_the_shares_and_says_how_a_run_took_them(tmp_path, capsys, monkeypatch):
     """calibrate-engine --json gives each run's shares and how a run without a record took its sweep's; the file keeps
-    the pooled shares beside the alpha, and its source says whether one alpha fits their shape."""
+    the pooled shares beside the alpha, and its source says whether one alpha fits their shape.  The --json and the
+    text are two printings of one calibration: the second call of calibrate_engine, with the first's arguments
+    (asserted), is given its result, not fitted again."""
+    from specsim.calibration import engine_calibration
+
+    made, calibrate = [], engine_calibration.calibrate_engine
+
+    def once(*args, **kwargs):
+        given = repr((args, {k: v for k, v in kwargs.items() if k != "done"}))
+        if not made:
+            made.append((given, calibrate(*args, **kwargs)))
+        assert given == made[0][0]
+        return made[0][1]
+
+    monkeypatch.setattr(engine_calibration, "calibrate_engine", once)
     k3 = _write(tmp_path / "k3.jsonl", _records())
     k2 = _write(
         tmp_path / "k2.jsonl",
@@ -128,6 +142,7 @@ def test_the_calibration_records_the_shares_and_says_how_a_run_took_them(tmp_pat
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "2.40 pos" in out and "at fewer steps than their per-position shares cover, the sum of those shares" in out
+    assert len(made) == 1
 
 
 def _other(record: dict) -> dict:
