@@ -60,6 +60,25 @@ def eagle3_calibration(tmp_path_factory) -> Path:
     return cal
 
 
+def calibrated_once(patch) -> dict:
+    """Sets (with ``patch``, a pytest.MonkeyPatch) the calibrate_engine that calibrate-engine calls to one that gives a
+    call with the arguments of one made already (its progress callback aside) that one's result, not a fit made again:
+    a text and a --json of the same flags are two printings of one calibration.  Returns the calibrations made, by
+    their arguments' repr, for the test to count."""
+    from specsim.calibration import engine_calibration
+
+    made, calibrate = {}, engine_calibration.calibrate_engine
+
+    def once(*args, **kwargs):
+        given = repr((args, {k: v for k, v in kwargs.items() if k != "done"}))
+        if given not in made:
+            made[given] = calibrate(*args, **kwargs)
+        return made[given]
+
+    patch.setattr(engine_calibration, "calibrate_engine", once)
+    return made
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first, each in its own order.  A group runs whole on one worker (tests/test_figures.py draws

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import calibrated_once
 from specsim.calibration.bench_files import BenchRun, read_bench_file
 from specsim.calibration.engine_fit import fit_engine
 from specsim.calibration.file import fit_digest
@@ -1350,25 +1351,6 @@ def test_the_wrong_engine_is_named_when_another_engines_rounds_fit_far_better(de
 
 
 # -- one file, every command ---------------------------------------------------------------------------------------------
-def _calibrated_once(patch) -> dict:
-    """Sets (with ``patch``, a pytest.MonkeyPatch) the calibrate_engine that calibrate-engine calls to one that gives a
-    call with the arguments of one made already (its progress callback aside) that one's result, not a fit made again:
-    a text and a --json of the same flags are two printings of one calibration.  Returns the calibrations made, by
-    their arguments' repr, for the test to count."""
-    from specsim.calibration import engine_calibration
-
-    made, calibrate = {}, engine_calibration.calibrate_engine
-
-    def once(*args, **kwargs):
-        given = repr((args, {k: v for k, v in kwargs.items() if k != "done"}))
-        if given not in made:
-            made[given] = calibrate(*args, **kwargs)
-        return made[given]
-
-    patch.setattr(engine_calibration, "calibrate_engine", once)
-    return made
-
-
 @pytest.fixture(scope="module")
 def plan_printed(tmp_path_factory) -> tuple[dict, Path, str]:
     """(what ``calibrate-engine --plan PLAN --json --out FILE`` prints, FILE, what ``calibrate-engine --plan PLAN``
@@ -1378,7 +1360,7 @@ def plan_printed(tmp_path_factory) -> tuple[dict, Path, str]:
     out = tmp_path_factory.mktemp("plan") / "calibration.yaml"
     printed, text = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
-        made = _calibrated_once(patch)
+        made = calibrated_once(patch)
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
             assert main(["calibrate-engine", "--plan", PLAN, "--out", str(out), "--json"]) == 0
         with contextlib.redirect_stdout(text), contextlib.redirect_stderr(io.StringIO()):
@@ -3161,7 +3143,7 @@ def test_a_rate_past_what_the_engine_serves_is_fitted_as_the_full_engine(tool, t
     )
     assert len(fit.notes) == 1 and fit.notes[0].startswith(said)
     argv = SPEC.format(spec=path).split() if spec else ["--plain", str(path), "--hardware", "h100"]
-    made = _calibrated_once(monkeypatch)  # the text and --json: one calibration (asserted below)
+    made = calibrated_once(monkeypatch)  # the text and --json: one calibration (asserted below)
     assert main(["calibrate-engine", *argv]) == 0
     out = capsys.readouterr().out.splitlines()
     table = next(n for n, line in enumerate(out) if line.startswith("run "))
@@ -3294,7 +3276,7 @@ def test_plain_runs_under_the_models_floor_are_said(capsys, tmp_path, monkeypatc
     # iteration and per sequence, prompts at 5x).  The output says their error is that floor's (a fit's 58% would read
     # as a fit's); the example's own runs, which the fit reaches within 2%, are under no floor.
     argv = ["calibrate-engine", "--hardware", "h100", "--engine", "vllm@0.10", "--timing", "kernels", "--plain"]
-    made = _calibrated_once(monkeypatch)  # half.jsonl's --json and text: one calibration (asserted below)
+    made = calibrated_once(monkeypatch)  # half.jsonl's --json and text: one calibration (asserted below)
     assert main(argv + [_scaled_plain(tmp_path / "half.jsonl", 0.5), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     floor = out["plain_floor"]

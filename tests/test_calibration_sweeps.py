@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import calibrated_once
 from specsim.cli.main import main
 
 BENCH = str(Path(__file__).resolve().parent.parent / "examples" / "bench")
@@ -69,17 +70,7 @@ def test_a_run_without_acceptance_takes_its_sweeps_recorded_one_and_is_held_out(
     no acceptance is fitted and every figure is the one of the file that records all four (each records 2.80).  The
     modified file's --json and text are two printings of one calibration: a call of calibrate_engine with the arguments
     of one made already is given its result, not fitted again (two made for three calls, asserted)."""
-    from specsim.calibration import engine_calibration
-
-    made, calibrate = {}, engine_calibration.calibrate_engine
-
-    def once(*args, **kwargs):
-        given = repr((args, {k: v for k, v in kwargs.items() if k != "done"}))
-        if given not in made:
-            made[given] = calibrate(*args, **kwargs)
-        return made[given]
-
-    monkeypatch.setattr(engine_calibration, "calibrate_engine", once)
+    made = calibrated_once(monkeypatch)  # tests/conftest.py
     lines = Path(f"{BENCH}/vllm-eagle3.jsonl").read_text().splitlines()
     record = json.loads(lines[1]) | {"spec_decode_acceptance_length": None}
     spec = tmp_path / "al_null.jsonl"
