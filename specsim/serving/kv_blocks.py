@@ -180,13 +180,17 @@ class KvBlocks:
         run = eng.running
         prefilling = np.array([item[0] for item in eng.prefilling], dtype=np.int64)
         need = np.concatenate([self.bytes_at(eng.ctx[run] + self.policy.slots(gamma)), self.held[prefilling]])
-        total = np.cumsum(need)
-        keep = max(int(np.searchsorted(total, self.capacity, side="right")), 1)
-        for j in np.concatenate([run, prefilling])[keep:][::-1].tolist():
-            self._preempt(eng, j)
-        kept = run[: min(keep, run.size)]
-        self.held[kept] = need[: kept.size]
-        self.used = float(self.held[kept].sum() + self.held[prefilling[: max(keep - run.size, 0)]].sum())
+        keep = max(int(need.cumsum().searchsorted(self.capacity, side="right")), 1)
+        if keep < need.size:  # (most iterations all fit: nothing to preempt)
+            for j in np.concatenate([run, prefilling])[keep:][::-1].tolist():
+                self._preempt(eng, j)
+        kept = need[: min(keep, run.size)]  # what the decoding requests kept now hold (their ids are distinct)
+        self.held[run[: kept.size]] = kept
+        # the same two sums as summing ``held`` at those ids; the prompts' only where some are kept (+ 0.0 is exact)
+        used = kept.sum()
+        if keep > run.size:
+            used = used + self.held[prefilling[: keep - run.size]].sum()
+        self.used = float(used)
 
     def _preempt(self, eng, j: int) -> None:
         """Preempt request ``j``: its blocks freed, back to the front of ``eng``'s queue, to recompute what it held."""
