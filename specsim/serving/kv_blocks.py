@@ -22,6 +22,8 @@ blocks run out.  The steady state sizes the engine's population on the same poli
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["KvBlocks", "admission_tokens", "held_tokens"]
@@ -103,7 +105,7 @@ class KvBlocks:
 
     def _bytes_one(self, tokens: float) -> float:
         """:meth:`bytes_at` of one request, read once per number of blocks."""
-        blocks = int(np.ceil(tokens / self.policy.block_tokens))
+        blocks = math.ceil(tokens / self.policy.block_tokens)  # (a float's ceiling, as int(np.ceil(...)) gives it)
         held = self._one.get(blocks)
         if held is None:
             held = self._one[blocks] = float(self.bytes_of(blocks * self.policy.block_tokens))
@@ -117,7 +119,7 @@ class KvBlocks:
         b = self.policy.block_tokens
         blocks = np.ceil(np.asarray(tokens, dtype=float) / b)
         most = float(blocks.max()) if blocks.size else 0.0
-        if not (blocks.size and np.isfinite(most) and float(blocks.min()) >= 0.0 and most < 1e7):
+        if not (blocks.size and math.isfinite(most) and float(blocks.min()) >= 0.0 and most < 1e7):
             return np.asarray(self.bytes_of(blocks * b), dtype=float)
         if most >= self._table.size:
             size = max(int(most) + 1, 2 * self._table.size)
