@@ -355,8 +355,8 @@ class _Engine:
         left = left - emitted
         self.remaining[run] = left
         over = left == 0
-        if over.any():
-            self.finish_requests(run[over], dt_or_ends[over] if np.ndim(dt_or_ends) else dt_or_ends)
+        if np.count_nonzero(over):  # (np.ndim's answer, read off the attribute: a Python float has none)
+            self.finish_requests(run[over], dt_or_ends[over] if getattr(dt_or_ends, "ndim", 0) else dt_or_ends)
             self.running = run[~over]
 
     def scheduled(self, b: int, g: int) -> tuple:
@@ -433,7 +433,7 @@ class _Engine:
         decoding_next = []
         for i in completed:
             self.prefilling.popleft()
-            self.first[i] = self.t if np.isnan(self.first[i]) else self.first[i]  # a resumed request's came before
+            self.first[i] = self.t if math.isnan(self.first[i]) else self.first[i]  # a resumed request's came before
             self.ctx[i] = self.prefill_len[i] + 1
             self.remaining[i] -= 1
             if self.remaining[i] == 0:
@@ -485,7 +485,7 @@ class _Engine:
                 else None
             )
             emitted = self._cut(_emit(self.rng, self._rates(run), g, b, rounds, verified), n, drafts)
-            cum_e = np.cumsum(emitted, axis=1)
+            cum_e = emitted.cumsum(axis=1)
             # The round each sequence finishes in (rounds: none): every round emits at least one token to a scheduled
             # sequence, so its cum_e rises strictly and the rounds before it are those still short of what is left
             # (one that waits emits none, and finishes in none).
@@ -493,10 +493,10 @@ class _Engine:
             k = int(min(finished_by.min() + 1, rounds))
             k = self.kv.rounds_that_fit(run, self.ctx[run], lambda: np.pad(cum_e[:, : k - 1], ((0, 0), (1, 0))), g, k)
             mean_before = ctx + np.concatenate(([0.0], np.minimum(cum_e[:n, : k - 1], rem[:n, None]).sum(axis=0) / n))
-        ends = self.t + np.cumsum(self.table.round_s(n, mean_before, g))
+        ends = self.t + self.table.round_s(n, mean_before, g).cumsum()
         due = self._next_event_s()
         if due < ends[-1]:
-            k = int(np.searchsorted(ends, due, side="left")) + 1
+            k = int(ends.searchsorted(due, side="left")) + 1
             ends = ends[:k]
         if self.observer is not None:
             kept = np.minimum(cum_e[:, :k], rem[:, None])
