@@ -822,3 +822,24 @@ def test_an_open_loops_iteration_with_prefill_apart_stops_at_its_fixed_point_to_
     assert 0 < len(calls) < steady._BISECTIONS, len(calls)
     np.testing.assert_array_equal(got, every)
     assert np.isinf(got[-1]) and np.all(np.isfinite(got[:-1]))  # the last one's prompts need the whole engine
+
+
+def test_a_waves_edge_is_integrated_once_per_distinct_share_to_the_bit(monkeypatch):
+    """preemption._edge integrated its 801-point grid for every cell of the serving model, though the cells share a few
+    values (2 distinct of 4,824 in `watch --alert-rules` at vLLM 0.26.0: 54 ms a call, twice, of that command's ~1.5 s
+    of CPU; 0.1 ms now).
+    It now integrates each distinct value once: the same answer to the bit as each value on its own, in its own shape."""
+    from specsim.serving import preemption
+
+    rng = np.random.default_rng(0)
+    per_iteration = np.repeat(rng.uniform(0.5, 60.0, (1, 3)), 40, axis=0)  # 3 distinct values in 120 cells
+    per_iteration[0, 0] = np.nan  # (NaN stays NaN, alone)
+    alone = np.array([[preemption._edge(np.array([x]))[0] for x in row] for row in per_iteration])
+    rows = []
+    trapezoid = np.trapezoid
+    monkeypatch.setattr(np, "trapezoid", lambda y, *a, **k: rows.append(y.shape[:-1]) or trapezoid(y, *a, **k))
+    got = preemption._edge(per_iteration)
+    assert rows == [(4,)], rows  # 3 values and the NaN, not the 120 cells
+    assert got.shape == per_iteration.shape
+    np.testing.assert_array_equal(got, alone)
+    assert np.shape(preemption._edge(6.5)) == ()
