@@ -79,6 +79,7 @@ import numpy as np
 from specsim.core.defaults import DEFAULT_MAX_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS
 from specsim.serving.arrivals import GRID, admission_chain, admission_grid, cells_apart, landed_iteration_s, on_grid
 from specsim.serving.bursts import burst_clustering, burst_iterations, burst_riding
+from specsim.serving.decoding import decoding_step, kept_seconds
 from specsim.serving.drain import batch_drains, drained_times
 from specsim.serving.limits import EngineLimits, check_limits, engine_limits
 from specsim.serving.preemption import (
@@ -187,23 +188,6 @@ class SteadyState:
     #: engine with a queue behind it, preempting, but below r(c), that engine's with none queued (:func:`_metastable`);
     #: NaN elsewhere
     unqueued_per_s: object = np.nan
-
-
-def _step(dep, acceptance, gamma, batch, context):
-    """(step seconds, tokens per round, outcome) of the decoding sequences at ``batch`` (plain where gamma is 0)."""
-    if dep.drafter is None or not np.any(gamma):
-        step = np.asarray(dep.decode(batch, context).total_s, dtype=float)
-        return (
-            np.broadcast_to(step, np.broadcast_shapes(step.shape, np.shape(gamma))),
-            np.ones(np.broadcast_shapes(step.shape, np.shape(gamma))),
-            None,
-        )
-    out = dep.outcome(acceptance, gamma, batch, context)
-    return (
-        np.asarray(out.time_s, dtype=float),
-        np.where(np.asarray(gamma) == 0, 1.0, np.asarray(out.tokens, dtype=float)),
-        out,
-    )
 
 
 def engine_population(dep, kind, load, P, O, gamma, limits, kv_bytes=None):
@@ -446,10 +430,15 @@ class _Steps:
         self.cached = cached  # a prompt's tokens a prefix-cache hit serves: its KV holds them beside those prefilled
         self.fixed_lengths = fixed_lengths
         self.prefix = dep.drafter is not None and dep.drafter.varies_verification
+        self.kept: dict = {}  # batch -> its step seconds (seconds)
 
     def __call__(self, batch):
         """(step seconds, tokens per round, outcome) at ``batch`` sequences."""
-        return _step(self.dep, self.acceptance, self.gamma, batch, self.context)
+        return decoding_step(self.dep, self.acceptance, self.gamma, batch, self.context)
+
+    def seconds(self, batch) -> np.ndarray:
+        """The step seconds of ``self(batch)``, kept (:func:`~specsim.serving.decoding.kept_seconds`)."""
+        return kept_seconds(self.kept, self, batch)
 
     @property
     def base_s(self) -> float:
@@ -977,14 +966,14 @@ def _open_fixed_point(steps: _Steps, lam, D, cap, extra, full_engine) -> np.ndar
     def longer(t_dec):
         """Where the iteration at t_dec's batch is longer than t_dec (the root lies above it), and that batch."""
         b = np.minimum(1.0 + lam * D * t_dec, cap)
-        return iteration_s(steps(b)[0], extra(t_dec)) > t_dec, b
+        return iteration_s(steps.seconds(b), extra(t_dec)) > t_dec, b
 
     # The bisection's upper end: an iteration of one sequence, grown by a quarter until the iteration at its batch is
     # no longer (no batch past about 1.25 times the answer's is asked of the step-time source, nor noted).  Where the
     # batch reaches the engine's limit first, the engine full (a closed loop at its limit): no stable load has a longer
     # decode iteration, and a load past its capacity is served at its rate.
     shape = np.shape(cap)
-    hi = np.broadcast_to(steps(np.ones(shape))[0], shape).astype(float)
+    hi = np.broadcast_to(steps.seconds(np.ones(shape)), shape).astype(float)
     for _ in range(_BISECTIONS):
         up, b = longer(hi)
         if not np.any(up & (b < cap)):
