@@ -470,8 +470,9 @@ DEPLOYMENTS = [
         "1.3.0rc14 (both arms) for the *-trt1.3.0rc14 files (nvcr.io/nvidia/tensorrt-llm/release)",
         "modelled": {
             "engine_spec": (
-                "trtllm@1.2.0",
-                ENGINE_WHY + "1.2.0rc6 (the *-trt1.3.0rc14 files ran 1.3.0rc14: one preset covers 1.0-1.3)",
+                "trtllm@1.2.0rc6",
+                ENGINE_WHY + "1.2.0rc6 (.post2 plain, .post3 MTP; the *-trt1.3.0rc14 files ran 1.3.0rc14: one preset "
+                "covers 1.0-1.3)",
             ),
             "memory_util": (0.8, TRTLLM_MEMORY_WHY.format(0.8)),
             # one deployment per engine build (notes): no comment, the value takes several lines
@@ -578,7 +579,7 @@ DEPLOYMENTS = [
         "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
         "modelled": {
-            "engine_spec": ("trtllm@1.1.0", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
+            "engine_spec": ("trtllm@1.1.0rc2.post2", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
             "memory_util": (0.8, TRTLLM_MEMORY_WHY.format(0.8)),
         },
         "hardware": "b200",
@@ -634,7 +635,7 @@ DEPLOYMENTS = [
         "backend": "tensorrt-llm",
         "engine_version": "1.1.0rc2.post2 (nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2, both arms)",
         "modelled": {
-            "engine_spec": ("trtllm@1.1.0", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
+            "engine_spec": ("trtllm@1.1.0rc2.post2", ENGINE_WHY + "1.1.0rc2.post2, both arms"),
             "memory_util": (0.75, TRTLLM_MEMORY_WHY.format(0.75)),
         },
         "hardware": "h200",
