@@ -1292,21 +1292,8 @@ def test_the_plan_samples_give_back_every_identified_term_within_its_printed_int
 @pytest.mark.parametrize("tool, extra", [("vllm", []), ("sglang", ["--target", "llama-3.1-8b"]), ("guidellm", [])])
 def test_the_tool_samples_give_back_what_one_step_count_can_fit_within_its_interval(tool, extra, capsys, request):
     ext = "json" if tool == "guidellm" else "jsonl"
-    argv = [
-        "calibrate-engine",
-        "--plain",
-        f"{BENCH}/{tool}-plain.{ext}",
-        "--spec",
-        f"{BENCH}/{tool}-eagle3.{ext}",
-        "--hardware",
-        "h100",
-        "--draft",
-        "eagle3",
-        "--steps",
-        "3",
-        "--engine",
-        "vllm@0.10",
-    ] + extra
+    files = ["--plain", f"{BENCH}/{tool}-plain.{ext}", "--spec", f"{BENCH}/{tool}-eagle3.{ext}"]
+    argv = ["calibrate-engine", *files, *EXAMPLE[len(files) :], *extra]  # EXAMPLE's flags, this tool's files
     # vLLM's files as given are the example every test of it reads: its output made once (example_json)
     s = request.getfixturevalue("example_json") if argv[1:] == EXAMPLE else _json(argv, capsys)
     truth = {
