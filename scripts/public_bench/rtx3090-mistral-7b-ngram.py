@@ -195,8 +195,10 @@ mapping: |
   knobs.prompt_kind -> the file name and the run's workload (each prompt kind its own speculative sweep)
 notes: |
   - Another deployment of the archive rtx3090-qwen3-4b-ngram reads (same commit, harness, GPU, engine build and
-    launch flags): not an independent source. Converted blind: committed before benchmarks/validate_corpus.py was
-    run on it (the run's figures are in the commit that follows).
+    launch flags): not an independent source. Converted blind: committed (d8a2c960) before
+    benchmarks/validate_corpus.py was run on it; its one run, --only rtx3090-mistral-7b-ngram at d8a2c960, mean
+    absolute speedup error (mean signed, groups): (a) 5.3% (-5.3%, 10), (a*) n/a, (b') 2.2% (-1.6%, 10), (c) 1.8%
+    (-0.1%, 10), (d) n/a (one step count). Nothing was changed after it.
   - Only aggregate output tok/s is recorded (mean of 2 repeats): no TTFT, TPOT, ITL, no request count. Records carry
     no mean_tpot_ms; specsim's reader judges such a run by its throughput, from its duration and totals.
   - Plain sessions: tli-synth-ext's --no-spec and --no-spec-rerun (two servers) and tli-synth's baseline-no-spec (a
