@@ -41,7 +41,14 @@ the charge's.
   the fragment f spread evenly over [0, P).  Plain, the shares hold within a few hundredths; speculating, acceptance
   spreads the wave's edges and the lone finishes meet others (``docs/serving.md``).
 
-    python benchmarks/preemption_anatomy.py [--only 0,3]
+With ``--cycle`` it prints instead the preempted wait's anatomy (``docs/serving.md``, "Long outputs past capacity"):
+the rule keeps the requests in arrival order (the running are the oldest unfinished, the preempted wait behind them), so
+the requests preempted and waiting, S - N_e, are those admitted once and not running; it prints their number by Little
+(m x the mean wait x the rate) and as the time mean of the engine's own count, the mean wait of a request's first
+preemption and of the later ones, the bursts in which that queue empties and the engine admits fresh requests, their
+period in finishes (and over N_e), and where in it the preemptions fall.
+
+    python benchmarks/preemption_anatomy.py [--only 0,3] [--cycle]
 """
 
 from __future__ import annotations
@@ -78,6 +85,10 @@ CASES = [
     ("poisson 1.3x 1000/4000 held out", None, 1000, 4000, 3, 1.3, 3000, 0),
     ("poisson 1.5x 2000/8000 held out", None, 2000, 8000, 3, 1.5, 3000, 0),
     ("poisson 1.5x 500/4000 held out", None, 500, 4000, 3, 1.5, 3000, 0),
+    # the long-output rows the wait was looked at on (docs/serving.md): steady_vs_sim_open.py's 1,000/8,000 at 1.5 x,
+    # 1,000/2,000 at 1.1 x
+    ("poisson 1.5x 1000/8000", None, 1000, 8000, 3, 1.5, 3000, 0),
+    ("poisson 1.1x 1000/2000", None, 1000, 2000, 3, 1.1, 3000, 0),
 ]
 
 
@@ -95,6 +106,10 @@ class Ledger:
         self.admitted_at = {}  # request -> the tokens it was admitted with last
         self.out_since = {}  # preempted request -> when
         self.waits = []  # (preempted at, admitted again at)
+        self.series = []  # (t, requests in flight, preempted requests waiting) after each iteration's admissions
+        self.first = set()  # requests preempted at least once (a preemption's "first" if not in it before)
+        self.pending = {}  # preempted request -> whether that preemption was its first
+        self.waits_first = []  # (preempted at, admitted again at, its first preemption?)
         self.now = lambda: float("nan")
 
 
@@ -134,6 +149,8 @@ def instrument() -> None:
             ledger.times[j] = ledger.times.get(j, 0) + 1
             ledger.preempted.append((eng.t, j, done, since, newest, ledger.times[j] > 1, decoded))
             ledger.out_since[j] = eng.t
+            ledger.pending[j] = j not in ledger.first
+            ledger.first.add(j)
             ledger.preempted_now += 1
 
     def admit(self, i, tokens):
@@ -143,6 +160,7 @@ def instrument() -> None:
         ledger.admitted_at[int(i)] = int(tokens)
         if int(i) in ledger.out_since:  # a resume: how long it waited preempted
             ledger.waits.append((ledger.out_since.pop(int(i)), ledger.now()))
+            ledger.waits_first.append((*ledger.waits[-1], ledger.pending.pop(int(i))))
         admit_one(self, i, tokens)
 
     def _release(self, ids):
@@ -153,6 +171,7 @@ def instrument() -> None:
         _NOW[-1].now = lambda: self.t
         engine_admit(self)
         ledger, kv = _NOW[-1], self.kv
+        ledger.series.append((self.t, len(self.running) + len(self.prefilling), len(ledger.out_since)))
         if not kv.on_demand or kv.stale or not self.waiting:
             ledger.finished_since, ledger.preempted_now = 0, 0
             return
@@ -193,8 +212,9 @@ class Clock:
         return np.bincount(np.searchsorted(ends, at), minlength=ends.size)[: ends.size]
 
 
-def run_case(case) -> list[dict]:
-    """Simulate ``case`` (one of :data:`CASES`) plain and speculating with the ledger on; one row of counts per arm."""
+def _case_runs(case) -> tuple:
+    """(runs, ledgers, steady state, limits, deployment): ``case`` (one of :data:`CASES`) simulated plain and
+    speculating with the ledger on."""
     from specsim.serving.steady import engine_limits, served_state
     from specsim.serving.workloads import Requests
     from specsim.speculation.deployment import Deployment
@@ -212,6 +232,12 @@ def run_case(case) -> list[dict]:
         s = served_state(dep, 0.8, [0, gamma], [users], P, O, limits=limits)
         arrivals = None
     runs, captured = ledgered_runs(dep, Requests(np.full(n, P), np.full(n, O), arrivals), 0.8, gamma, limits, users)
+    return runs, captured, s, limits, dep
+
+
+def run_case(case) -> list[dict]:
+    """Simulate ``case`` (one of :data:`CASES`) plain and speculating with the ledger on; one row of counts per arm."""
+    runs, captured, s, limits, dep = _case_runs(case)
     return [
         _row(run, ledger, limits.arm(i > 0).for_deployment(dep), s, i, case)
         for i, (run, ledger) in enumerate(zip(runs, captured))
@@ -307,9 +333,83 @@ def _row(run, ledger, arm_limits, s, i: int, case) -> dict:
     }
 
 
+def _cycle(run, ledger, s, i: int, case) -> dict:
+    """The preempted wait's anatomy over the steady part (``--cycle``): the preempted requests waiting, S - N_e, by
+    Little (m x wait x rate) and as the engine's own time mean; the bursts in which the queue of preempted requests
+    empties (the first iteration of each run of iterations with at most 2% of its 90th percentile waiting, runs apart by
+    more than a fifth of N_e / rate), their period in finishes, and where in it the preemptions fall."""
+    label, users, P, O, gamma, multiple, n, skip = case
+    n_e = float(s.in_engine[i, 0])
+    ends = np.sort(run.finish_s)
+    a, b = (skip * users, n - users) if users is not None else (n // 4, 3 * n // 4)
+    t0, t1 = float(ends[a]), float(ends[b])
+    span = (run.finish_s > t0) & (run.finish_s <= t1)
+    rate = int(span.sum()) / max(t1 - t0, 1e-12)
+    ev = [e for e in ledger.preempted if t0 < e[0] <= t1]
+    m = len(ev) / max(int(span.sum()), 1)
+    hit = np.zeros(run.finish_s.size, dtype=bool)
+    hit[[e[1] for e in ledger.preempted]] = True
+    w = np.array([(y - x, f) for x, y, f in ledger.waits_first if t0 < x <= t1], dtype=float).reshape(-1, 2)
+    wait = (
+        float(w[:, 0].mean()) if w.size else 0.0,
+        *(float(w[w[:, 1] == k, 0].mean()) if np.any(w[:, 1] == k) else float("nan") for k in (1, 0)),
+    )
+    ser = np.array([e for e in ledger.series if t0 < e[0] <= t1], dtype=float).reshape(-1, 3)
+    dt = np.diff(ser[:, 0])
+    zone, running = (float((ser[:-1, k] * dt).sum() / max(dt.sum(), 1e-12)) for k in (2, 1))
+    low = np.flatnonzero(ser[:, 2] <= max(1.0, 0.02 * np.quantile(ser[:, 2], 0.9)))
+    at = ser[low, 0]
+    bursts = at[np.r_[True, np.diff(at) > 0.2 * n_e / max(rate, 1e-12)]] if at.size else at
+    period = float(np.diff(bursts).mean()) if bursts.size > 1 else float("nan")
+    pt = np.array([(x, f) for x, y, f in ledger.waits_first if t0 < x <= t1], dtype=float).reshape(-1, 2)
+    k = np.searchsorted(bursts, pt[:, 0]) - 1
+    inside = (k >= 0) & (k < bursts.size - 1)
+    phase = (pt[inside, 0] - bursts[k[inside]]) / (bursts[k[inside] + 1] - bursts[k[inside]])
+    first = pt[inside, 1] == 1
+    return {
+        "arm": f"g{gamma if i else 0}",
+        "n_e": n_e,
+        "rate": rate,
+        "m": m,
+        "p1": float(hit[span].mean()) if span.any() else float("nan"),
+        "wait": wait,
+        "little": m * wait[0] * rate,
+        "zone": (zone, *np.quantile(ser[:, 2], [0.1, 0.5, 0.9])),
+        "running": running,
+        "bursts": int(bursts.size),
+        "period": period * rate,
+        "phase": (
+            float(phase[first].mean()) if first.any() else float("nan"),
+            float(phase.mean()) if phase.size else float("nan"),
+        ),
+    }
+
+
+def cycle_table(picks) -> None:
+    """``--cycle``: :func:`_cycle`'s row for each case and arm."""
+    print(
+        "case | arm | N_e | rate /s | m | p1 | wait s: all / first / again | S - N_e: Little / time mean (q10, q50,"
+        " q90) | in flight | bursts | period, finishes (/ N_e) | phase: first preemptions (all)"
+    )
+    for k in picks:
+        case = CASES[k]
+        runs, captured, s = _case_runs(case)[:3]
+        for i, (run, ledger) in enumerate(zip(runs, captured)):
+            r = _cycle(run, ledger, s, i, case)
+            z, (wa, wf, wl) = r["zone"], r["wait"]
+            print(
+                f"{k} {case[0]} | {r['arm']} | {r['n_e']:.1f} | {r['rate']:.3f} | {r['m']:.3f} | {r['p1']:.3f}"
+                f" | {wa:.1f} / {wf:.1f} / {wl:.1f} | {r['little']:.1f} / {z[0]:.1f} ({z[1]:.0f}, {z[2]:.0f}, {z[3]:.0f})"
+                f" | {r['running']:.1f} | {r['bursts']} | {r['period']:.1f} ({r['period'] / r['n_e']:.2f})"
+                f" | {r['phase'][0]:.3f} ({r['phase'][1]:.3f})",
+                flush=True,
+            )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=None, help="comma-separated case indices")
+    ap.add_argument("--cycle", action="store_true", help="the preempted wait's anatomy instead (the bursts' cycle)")
     args = ap.parse_args(argv)
     try:
         picks = range(len(CASES)) if args.only is None else [int(x) for x in args.only.split(",")]
@@ -317,6 +417,9 @@ def main(argv=None) -> int:
         ap.error(f"--only takes case indices separated by commas, 0 to {len(CASES) - 1}, got {args.only!r}")
     if any(not 0 <= k < len(CASES) for k in picks):
         ap.error(f"--only takes case indices 0 to {len(CASES) - 1}, got {args.only!r}")
+    if args.cycle:
+        cycle_table(picks)
+        return 0
     print(
         "case | arm | N_e | charge m / L / R | sim m / L / R | preempted >= 1 | most | newest | decoded (since"
         " admitted) | again | wait (finishes) | m x wait | f / head q10,q50,q90 | preempting after a finish"
