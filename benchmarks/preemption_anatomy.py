@@ -89,6 +89,10 @@ CASES = [
     # 1,000/2,000 at 1.1 x
     ("poisson 1.5x 1000/8000", None, 1000, 8000, 3, 1.5, 3000, 0),
     ("poisson 1.1x 1000/2000", None, 1000, 2000, 3, 1.1, 3000, 0),
+    # 1,000/2,000 run longer, and at 2 x: whether the wait is the run's start (docs/serving.md)
+    ("poisson 1.5x 1000/2000 long", None, 1000, 2000, 3, 1.5, 8000, 0),
+    ("poisson 1.1x 1000/2000 long", None, 1000, 2000, 3, 1.1, 8000, 0),
+    ("poisson 2x 1000/2000", None, 1000, 2000, 3, 2.0, 3000, 0),
 ]
 
 
@@ -110,6 +114,7 @@ class Ledger:
         self.first = set()  # requests preempted at least once (a preemption's "first" if not in it before)
         self.pending = {}  # preempted request -> whether that preemption was its first
         self.waits_first = []  # (preempted at, admitted again at, its first preemption?)
+        self.fresh = {}  # request -> when it was first admitted
         self.now = lambda: float("nan")
 
 
@@ -158,6 +163,7 @@ def instrument() -> None:
         ledger.seq += 1
         ledger.order[int(i)] = ledger.seq
         ledger.admitted_at[int(i)] = int(tokens)
+        ledger.fresh.setdefault(int(i), ledger.now())
         if int(i) in ledger.out_since:  # a resume: how long it waited preempted
             ledger.waits.append((ledger.out_since.pop(int(i)), ledger.now()))
             ledger.waits_first.append((*ledger.waits[-1], ledger.pending.pop(int(i))))
@@ -366,6 +372,14 @@ def _cycle(run, ledger, s, i: int, case) -> dict:
     inside = (k >= 0) & (k < bursts.size - 1)
     phase = (pt[inside, 0] - bursts[k[inside]]) / (bursts[k[inside] + 1] - bursts[k[inside]])
     first = pt[inside, 1] == 1
+    # a period's fresh admissions, and finishes of requests never preempted, between the first burst and the last
+    periods = max(bursts.size - 1, 1)
+    fresh = np.array(list(ledger.fresh.values()), dtype=float)
+    between = (run.finish_s >= bursts[0]) & (run.finish_s < bursts[-1]) if bursts.size > 1 else span & False
+    per_period = (
+        float(((fresh >= bursts[0]) & (fresh < bursts[-1])).sum()) / periods if bursts.size > 1 else float("nan"),
+        float((between & ~hit).sum()) / periods if bursts.size > 1 else float("nan"),
+    )
     return {
         "arm": f"g{gamma if i else 0}",
         "n_e": n_e,
@@ -378,6 +392,7 @@ def _cycle(run, ledger, s, i: int, case) -> dict:
         "running": running,
         "bursts": int(bursts.size),
         "period": period * rate,
+        "per_period": per_period,
         "phase": (
             float(phase[first].mean()) if first.any() else float("nan"),
             float(phase.mean()) if phase.size else float("nan"),
@@ -389,7 +404,8 @@ def cycle_table(picks) -> None:
     """``--cycle``: :func:`_cycle`'s row for each case and arm."""
     print(
         "case | arm | N_e | rate /s | m | p1 | wait s: all / first / again | S - N_e: Little / time mean (q10, q50,"
-        " q90) | in flight | bursts | period, finishes (/ N_e) | phase: first preemptions (all)"
+        " q90) | in flight | bursts | period, finishes (/ N_e) | a period: fresh admitted, never-preempted finished"
+        " | phase: first preemptions (all)"
     )
     for k in picks:
         case = CASES[k]
@@ -401,6 +417,7 @@ def cycle_table(picks) -> None:
                 f"{k} {case[0]} | {r['arm']} | {r['n_e']:.1f} | {r['rate']:.3f} | {r['m']:.3f} | {r['p1']:.3f}"
                 f" | {wa:.1f} / {wf:.1f} / {wl:.1f} | {r['little']:.1f} / {z[0]:.1f} ({z[1]:.0f}, {z[2]:.0f}, {z[3]:.0f})"
                 f" | {r['running']:.1f} | {r['bursts']} | {r['period']:.1f} ({r['period'] / r['n_e']:.2f})"
+                f" | {r['per_period'][0]:.1f}, {r['per_period'][1]:.1f}"
                 f" | {r['phase'][0]:.3f} ({r['phase'][1]:.3f})",
                 flush=True,
             )
