@@ -426,9 +426,14 @@ def test_the_rounds_a_request_decodes_are_monte_carlos():
         (0.8, 4, 255, 50_000),
         (0.8, 4, 150, 50_000),
     ):
-        c = alpha ** np.arange(1, gamma + 1)
-        tokens = 1 + (rng.random((n, m + 1))[:, :, None] < c).sum(axis=2)
-        rounds = (np.cumsum(tokens, axis=1) < m).sum(axis=1) + 1
+        # A round emits 1 + the drafts k with u < alpha^k, counted one k at a time: the same draws and counts as a
+        # (requests, rounds, gamma) array of comparisons summed over gamma, in a third of its CPU (1.9 s to 0.5 s).
+        # int16 holds them: a request's tokens over its m + 1 rounds are at most 256 x 5 = 1,280.
+        u = rng.random((n, m + 1))
+        tokens = np.ones(u.shape, dtype=np.int16)
+        for rate in alpha ** np.arange(1, gamma + 1):
+            tokens += u < rate
+        rounds = (np.cumsum(tokens, axis=1, dtype=np.int16) < m).sum(axis=1) + 1
         assert float(decode_rounds(alpha, gamma, m)) == pytest.approx(rounds.mean(), abs=0.05), (alpha, gamma, m)
     assert float(decode_rounds(0.8, 0, 255)) == 255.0  # plain decoding: one token an iteration
     # two tokens: one round, and a second where the first kept none of its drafts (1 - 0.8 of the time)
