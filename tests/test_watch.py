@@ -417,17 +417,27 @@ def _play(rng, alphas, outputs, start, n, gamma, window_s, chunks):
     ``start`` (seconds), each with its own alpha and output length, drafting a round every 20 ms (each accepting tokens
     1..gamma while its alpha holds) until its output is emitted; played ``chunks`` (index arrays) at a time.  Counted
     with np.bincount (whole numbers, so exactly np.add.at's sums, in a tenth of its time: np.add.at was 10.7 s of the
-    25 s the three tests that play streams took)."""
+    25 s the three tests that play streams took).
+
+    A chunk draws a (requests, longest output) array of uniforms, but a request of o tokens runs at most o rounds (each
+    emits one token or more), so only its first o are read (``live``, in row order): the same draws, rounds and counts
+    as reading every one, bit for bit, in about half the CPU (a chunk's longest output is about 5 times its mean)."""
     round_s = 0.02
     drafts, accepted, finished = np.zeros(n), np.zeros((n, gamma)), np.zeros(n)
     last = np.empty(outputs.size, dtype=int)
     for chunk in chunks:
         a, o, s = alphas[chunk], outputs[chunk], start[chunk]
         steps = int(o.max())
-        took = np.minimum(gamma, np.floor(np.log(rng.random((a.size, steps))) / np.log(a)[:, None])).astype(int)
-        rounds = (np.cumsum(1 + took, axis=1) < o[:, None]).sum(axis=1) + 1  # the round that emits the last token
-        when = np.floor((s[:, None] + (np.arange(steps)[None, :] + 1) * round_s) / window_s).astype(int)
-        ran = (np.arange(steps)[None, :] < rounds[:, None]) & (when >= 0) & (when < n)
+        u = rng.random((a.size, steps))
+        live = np.arange(steps)[None, :] < o[:, None]
+        rows, cols = np.nonzero(live)
+        took = np.minimum(gamma, np.floor(np.log(u[live]) / np.log(a)[rows])).astype(int)
+        # each request's running sum of tokens: the chunk's, less what the requests before it emitted (whole numbers)
+        emitted = np.cumsum(1 + took)
+        emitted -= np.repeat(np.r_[0, emitted[np.cumsum(o)[:-1] - 1]], o)
+        rounds = np.bincount(rows[emitted < o[rows]], minlength=a.size) + 1  # the round that emits the last token
+        when = np.floor((s[rows] + (cols + 1) * round_s) / window_s).astype(int)
+        ran = (cols < rounds[rows]) & (when >= 0) & (when < n)
         at, took_ran = when[ran], took[ran]
         drafts += np.bincount(at, minlength=n)
         for j in range(gamma):
