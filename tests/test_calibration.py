@@ -3031,6 +3031,32 @@ def test_runs_decoding_more_sequences_than_the_max_num_seqs_given_are_refused_an
     )
 
 
+def test_a_run_decoding_more_than_its_own_concurrency_is_refused_as_such_with_a_max_num_seqs_given(tmp_path, capsys):
+    # The public DSpark sweep (A30, vLLM 0.26.0) records only duration, totals and the median TPOT; its concurrency-8
+    # run with a median TPOT of 100 ms instead of 12.0 gives 65.25 sequences decoding at once, past the 8 users the
+    # load lets in.  With --max-num-seqs 16 given, the line blamed that limit and asked for "--max-num-seqs 53 or
+    # more", which cannot help (8 users never decode 53 at once); it now says what it says without the flag.
+    public = Path(BENCH) / "public" / "a30-qwen3-8b-dspark"
+    lines = [json.loads(line) for line in (public / "dspark-k7.jsonl").read_text().splitlines()]
+    for rec in lines:
+        if rec["max_concurrency"] == 8:
+            rec["median_tpot_ms"] = 100.0
+    spec = tmp_path / "dspark-k7.jsonl"
+    spec.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", str(public / "plain.jsonl"), "--spec", str(spec), "--draft", "dspark"]
+    argv += ["--steps", "7", "--hardware", "a30", "--engine", "vllm@0.26.0", "--out", str(out)]
+    said = (
+        "dspark-k7.jsonl#4: duration, TPOT and output tokens give 65.25 sequences decoding at once (Little's law) at "
+        "concurrency 8: more than the load lets in, so these fields are not of one run"
+    )
+    for flags in ([], ["--max-num-seqs", "16"]):
+        assert main(argv + flags) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith(said), (flags, err)
+        assert not out.exists()
+
+
 def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     # The same run at 1 request/s: 200 requests are sent in 199 s on average, 132 s at the 1e-6 quantile; 216 s is
     # within it, so the run is read as a rate (the refusal above is at 0.25/s, where sending takes 528 s at the least).

@@ -452,16 +452,21 @@ def past_max_num_seqs(runs: list, limits) -> str | None:
     """The first run whose sequences decoding at once (Little's law over its file's duration, TPOT and output: a
     :class:`~specsim.calibration.bench_files.BenchRun`'s ``decode_batch``) pass what the engine's max_num_seqs lets
     in, beyond the slack means of unequal requests take (:data:`~specsim.calibration.bench_files.LITTLE_SLACK`),
-    said; else None.  Users past max_num_seqs queue (the serving model holds them); decoding sequences cannot."""
+    said; else None.  Users past max_num_seqs queue (the serving model holds them); decoding sequences cannot.  A run
+    that decodes more than its own concurrency lets in is no limit's to blame: its fields are not of one run, which
+    :func:`specsim.calibration.runs.check_runs` says, so it is left to that (it had been told to raise --max-num-seqs,
+    which cannot help)."""
     from specsim.calibration.bench_files import LITTLE_SLACK
 
+    def of_one_run(r) -> bool:
+        return r.decode_batch is not None and (r.concurrency is None or r.decode_batch <= LITTLE_SLACK * r.concurrency)
+
+    told = [c for c in runs if of_one_run(c.run)]
     # what the runs allow: the most any of them decodes at once, less the slack
-    need = max(
-        (math.ceil(c.run.decode_batch / LITTLE_SLACK) for c in runs if c.run.decode_batch is not None), default=0
-    )
-    for c in runs:
+    need = max((math.ceil(c.run.decode_batch / LITTLE_SLACK) for c in told), default=0)
+    for c in told:
         r, seqs = c.run, float(limits.seqs(c.kind == "spec"))
-        if r.decode_batch is not None and r.decode_batch > LITTLE_SLACK * seqs:
+        if r.decode_batch > LITTLE_SLACK * seqs:
             return (
                 f"{r.where}: duration, TPOT and output tokens give {r.decode_batch:.4g} sequences decoding at once "
                 f"(Little's law) at {r.load}, more than the engine's max_num_seqs {seqs:g} lets in; these runs need one of "
