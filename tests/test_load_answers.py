@@ -105,6 +105,23 @@ def test_explain_and_compare_and_schedule_answer_at_a_load(capsys):
     assert ranges[0][0] == 1 and ranges[-1][1] == top and all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:]))
 
 
+def test_explain_at_a_load_says_which_batch_its_breakdown_is_at(capsys):
+    # explain --rate 8 --gamma 4 printed a decode batch of 8.8 speculating above and a batch of 9.8 in the breakdown,
+    # captioned "the sequences in a round, averaged over rounds, where the table above weights them by time": weighting
+    # by time weighs the longer rounds of larger batches more, so that mean would be the larger, not the smaller.  The
+    # breakdown's batch is the one a decoding request sees, itself included (--json batch_a_request_sees), which a
+    # request-free engine mean never reaches; the caption now says so.
+    argv = ["--timing", "roofline", "--alpha", "0.8", "--gamma", "4", "--rate", "8"]
+    (row,) = _json(["explain", *argv], capsys)
+    spec = row["at_load"]["spec"]
+    assert row["batch"] == pytest.approx(spec["batch_a_request_sees"], rel=1e-12)
+    assert row["batch"] > spec["mean_batch"] + 0.5  # what the caption must account for
+    assert main(["explain", *argv]) == 0
+    out = capsys.readouterr().out
+    assert "batch: the sequences in the iterations a decoding request runs in, itself included" in out
+    assert "averaged over rounds" not in out
+
+
 def _made_answer(value, loads, batches, tpot=None):
     """A load answer made by hand for :func:`~specsim.speculation.schedule.load_schedule`: ``value`` (gamma rows 0..,
     load columns) its objective and, unless ``tpot`` gives them, its TPOT speedups, each load at its decode batch of

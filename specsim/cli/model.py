@@ -1147,8 +1147,8 @@ def _explain_at_load(args: argparse.Namespace, kind: str, loads: list) -> int:
     names = [n for n in rows[0]["parts_s"] if any(row["parts_s"][n] > 0 for row in rows)]
     print(
         "\nwhere an iteration's time goes at each load, ms (the round at the decode batch the load implies, and the others' "
-        "prompts riding in it; batch: the sequences in a round, averaged over rounds, where the table above weights "
-        "them by time):"
+        "prompts riding in it; batch: the sequences in the iterations a decoding request runs in, itself included, "
+        "where the table above's decode batch is the engine's mean over its busy time):"
     )
     body = [
         [
