@@ -3057,6 +3057,63 @@ def test_a_run_decoding_more_than_its_own_concurrency_is_refused_as_such_with_a_
         assert not out.exists()
 
 
+A100 = Path(BENCH) / "public" / "a100-llama-3.1-8b-eagle3"
+
+
+@pytest.mark.parametrize(
+    "steps, rate, said",
+    [
+        # the files are of 5 steps (source.yaml); their counters have drafts and the rate, not the drafted tokens
+        (3, None, "#1: spec_decode_acceptance_rate 37.069% but an acceptance length of 2.85345 at 3 draft steps"),
+        (7, None, "#1: spec_decode_acceptance_rate 37.069% but an acceptance length of 2.85345 at 7 draft steps"),
+        (5, 90.0, "#1: spec_decode_acceptance_rate 90% but an acceptance length of 2.85345 at 5 draft steps"),
+    ],
+)
+def test_an_acceptance_rate_its_length_cannot_give_at_the_steps_is_refused(steps, rate, said, tmp_path, capsys):
+    # The public A100 EAGLE-3 runs (vLLM 0.24.0, 5 steps) record spec_decode_num_drafts, _acceptance_rate and
+    # _acceptance_length, not _draft_tokens.  Given --steps 3 (or 7) they were fitted at 3 without a word (held-out
+    # speculative error 8.0%), and a rate of 90% beside a length of 2.85 was read and not checked: 1 + 5 x 0.90 is 5.5.
+    # At 5 steps a length of 2.85 gives a rate of 37.07% (every draft 5 tokens), as recorded: that is read.
+    lines = [json.loads(line) for line in (A100 / "fp16-kvfp16-eagle3-gsm8k.jsonl").read_text().splitlines()]
+    if rate is not None:
+        lines[0]["spec_decode_acceptance_rate"] = rate
+    spec = tmp_path / "eagle3.jsonl"
+    spec.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    out = tmp_path / "cal.yaml"
+    argv = ["calibrate-engine", "--plain", str(A100 / "fp16-kvfp16-plain-gsm8k.jsonl"), "--spec", str(spec)]
+    argv += ["--hardware", "a100-sxm-80gb", "--draft", "eagle3", "--engine", "vllm@0.24.0", "--max-num-seqs", "256"]
+    assert main([*argv, "--steps", str(steps), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1 and said in err[0] and err[0].endswith("these fields are not of one run, or not of these steps")
+    )
+    assert not out.exists()
+
+
+def test_the_public_runs_acceptance_rates_agree_with_their_lengths_at_their_steps():
+    # What the check above holds every run of the public corpus that records a rate without its counts to: 181 runs of
+    # five sources (A100 EAGLE-3 144, H100 n-gram 6, RTX 3090 MTP 9, RTX 3090 Qwen3-4B n-gram 9, RTX 3090 Mistral-7B
+    # n-gram 13), each at its source's steps.  The count says no source's runs went unread (a folder added with such runs moves it).
+    from types import SimpleNamespace
+
+    from specsim.calibration.runs import _check_rate
+    from specsim.speculation.drafters import drafter_class
+
+    checked = 0
+    for source in sorted((Path(BENCH) / "public").glob("*/source.yaml")):
+        manifest = yaml.safe_load(source.read_text())
+        whole = drafter_class(manifest["drafter"]).drafts_every_step
+        for entry in manifest["runs"]:
+            if entry["kind"] != "spec":
+                continue
+            setup = SimpleNamespace(verify=entry["steps"] + 1, steps=entry["steps"], steps_said="source.yaml")
+            for run in read_bench_file(str(source.parent / entry["file"])):
+                if run.acceptance_rate_pct is not None and run.accept_length is not None:
+                    _check_rate(run, setup, whole)
+                    checked += 1
+    assert checked == 181
+
+
 def test_a_rate_run_whose_duration_its_arrivals_allow_is_read(tmp_path):
     # The same run at 1 request/s: 200 requests are sent in 199 s on average, 132 s at the 1e-6 quantile; 216 s is
     # within it, so the run is read as a rate (the refusal above is at 0.25/s, where sending takes 528 s at the least).

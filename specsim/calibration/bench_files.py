@@ -132,6 +132,10 @@ class BenchRun:
     #: How a run at a rate sent its requests where not as Poisson arrivals, as its file says (GuideLLM's constant
     #: strategy; vllm bench serve's burstiness other than 1); None: Poisson, the serving model's one open loop
     arrivals: str | None = None
+    #: accepted over drafted tokens, in percent, where the tool wrote it without the counts it is made of (vLLM's
+    #: spec_decode_acceptance_rate): checked against the acceptance length at the draft steps
+    #: (:func:`specsim.calibration.runs.check_runs`), as the counts are where the file has them (:func:`_check_fields`)
+    acceptance_rate_pct: float | None = None
 
     @property
     def others_rate_per_s(self) -> float:
@@ -629,6 +633,7 @@ def _serve_run(path: str, index: int, record: object, tool: str, prefer: str = "
         _dataset(where, record, REGISTRY[tool].bench_files.dataset_keys),
         str(record.get("backend")).strip().lower() in _API_BACKENDS,
         arrivals=_arrivals(record) if kind == "rate" else None,
+        acceptance_rate_pct=_rate_alone(record),
     )
 
 
@@ -684,6 +689,13 @@ def _dataset(where: str, record: dict, keys: tuple) -> str | None:
             raise ValueError(f"{where}: {key} must be a string naming the run, got {value!r:.40}")
         named.append(f"{key} {str(value).strip()[:60]}")
     return "; ".join(named) or None
+
+
+def _rate_alone(record: dict) -> float | None:
+    """vLLM's spec_decode_acceptance_rate where the file has no spec_decode_draft_tokens to check it by (read and
+    bounded by :func:`_check_fields`), else None."""
+    rate = record.get("spec_decode_acceptance_rate")
+    return float(rate) if _is_number(rate) and record.get("spec_decode_draft_tokens") is None else None
 
 
 def _per_draft(record: dict) -> float | None:
