@@ -332,6 +332,12 @@ def test_a_gpu_the_database_lacks_borrows_the_verification_ratio_of_its_architec
         "read from the vllm kernels of the a100-sxm-80gb (the same compute capability, 8.0)" in n for n in hybrid.notes
     )
     assert "kin of a30" in hybrid.brief() and "standing in for a30" in hybrid.describe()
+    # A calibration's profile of the A30 (calibrate-engine names it a30-vllm-fitted, device a30) looks up the A30: the
+    # note named the fitted name as the device the database lacks ("no device 'a30-vllm-fitted'"), as if it had been
+    # looked up under that name; it names the device looked up, and the profile beside it.
+    fitted = make_source("hybrid", dataclasses.replace(a30, name="a30-vllm-fitted", device="a30"))
+    assert fitted.kernels.device == "a100_sxm"
+    assert any(n.startswith("the kernel database has no device 'a30' (profile a30-vllm-fitted):") for n in fitted.notes)
     roof = step_time(a30, model, B, 1, 400).total_s
     np.testing.assert_allclose(hybrid.step_time(model, B, 1, 400).total_s, roof, rtol=1e-12)
     kern = KernelSource(a100)

@@ -193,9 +193,9 @@ def device_folder(hardware: HardwareProfile) -> str:
     """The database's folder for a profile (calibrated ``*-vllm`` profiles map to their device)."""
     name = hardware.kernel_device
     if name not in DEVICE_FOLDERS:
-        raise KernelDataError(
-            f"the kernel database has no device {hardware.name!r}; it has {', '.join(DEVICE_FOLDERS)}"
-        )
+        # the device looked up, and the profile where its name is another (a calibration's a30-vllm-fitted reads a30)
+        of = f" (profile {hardware.name})" if name != hardware.name else ""
+        raise KernelDataError(f"the kernel database has no device {name!r}{of}; it has {', '.join(DEVICE_FOLDERS)}")
     return DEVICE_FOLDERS[name]
 
 
