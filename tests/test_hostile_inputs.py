@@ -379,6 +379,8 @@ CASES = [
     ),
     ("alpha --metrics /dev/null", "metrics file '/dev/null' is not a regular file"),
     ("hardware show {tmp}", "is a folder (give a YAML profile)"),
+    # a folder of benchmark results, as a user keeps one: it said "benchmark file '...' is a folder", not what to give
+    ("calibrate-engine --plain {tmp} --hardware h100", "is a folder (give the benchmark files in it, "),
     ("models show {tmp}", "config.json' does not exist (give a config.json or its folder)"),
     # capacity, schedule, compare
     ("capacity --memory-util 2", "must be in (0, 1]"),

@@ -970,7 +970,10 @@ def read_bench_file(path: str | Path, prefer: str = "mean") -> list[BenchRun]:
     if not p.is_file():
         from specsim.core.limits import not_a_file
 
-        raise ValueError(f"benchmark file {given!r} {not_a_file(p)}")
+        why = not_a_file(p)
+        if p.is_dir():  # what to give instead: a folder of runs is read as its files, one a run (it named none)
+            why += f" (give the benchmark files in it, {os.path.join(given, '*.json')}: each run's result)"
+        raise ValueError(f"benchmark file {given!r} {why}")
     records = _records(given)
     if not records:
         raise ValueError(f"{given}: no benchmark runs in the file")
