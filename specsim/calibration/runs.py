@@ -459,20 +459,21 @@ def _check_rate(r, setup, whole_drafts: bool) -> None:
     """Refuse a run whose acceptance rate (accepted over drafted tokens, vLLM's spec_decode_acceptance_rate, where the
     file has no counts to check it by) its acceptance length (1 + accepted over drafts) cannot give at its draft steps:
     a draft proposes at most ``most`` tokens, so the rate is at least 100 (L - 1) / most; a drafter that proposes every
-    step proposes more than ``most - 1`` a draft (the check on the counts below), so at most 100 (L - 1) / (most - 1).
+    step proposes more than ``most - 1`` a draft (the check on the counts below), so at most 100 (L - 1) / (most - 1)
+    (at one step, exactly 100 (L - 1)).
     Half a point either way, as :func:`specsim.calibration.bench_files._check_fields` allows a rate written rounded.
     A file with a rate that contradicted its length had been fitted on the length, the rate unread."""
     rate, al, most = r.acceptance_rate_pct, r.accept_length, setup.verify - 1
     if rate is None or al is None or r.accept_length_page is not None or most < 1:
         return
     low = 100.0 * (al - 1.0) / most
-    high = 100.0 * (al - 1.0) / (most - 1) if whole_drafts and most > 1 else 100.0
+    high = (100.0 * (al - 1.0) / (most - 1) if most > 1 else low) if whole_drafts else 100.0
     if not low - 0.5 <= rate <= min(high, 100.0) + 0.5:
         allowed = f"{low:.3g}%" if high <= low * 1.0005 else f"{low:.3g}-{min(high, 100.0):.3g}%"
         raise ValueError(
             f"{r.where}: spec_decode_acceptance_rate {rate:g}% but an acceptance length of {al:g} at {setup.steps} "
             f"draft steps ({setup.steps_said}) gives {allowed} (accepted over drafted tokens, a draft of at most "
-            f"{most}{f' and more than {most - 1}' if whole_drafts and most > 1 else ''} tokens): these fields are not "
+            f"{most}{f' and more than {most - 1}' if whole_drafts else ''} tokens): these fields are not "
             "of one run, or not of these steps"
         )
 
