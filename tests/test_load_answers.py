@@ -122,6 +122,19 @@ def test_explain_at_a_load_says_which_batch_its_breakdown_is_at(capsys):
     assert "averaged over rounds" not in out
 
 
+def test_a_low_rate_prints_the_output_it_serves_not_zero(capsys):
+    # optimal-gamma --rate 0.001 printed "0 / 0" output tok/s beside a speedup of 1.88 (0.001 requests/s x 256 tokens
+    # is 0.256 tok/s, rounded to whole tokens); under 100 it now keeps three figures, and whole tokens above.
+    argv = ["optimal-gamma", "--timing", "roofline", "--alpha", "0.8", "--rate", "0.001,10"]
+    rows = _json(argv, capsys)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    low, high = (next(line for line in out.splitlines() if line.startswith(f"rate {r}/s")) for r in ("0.001", "10"))
+    served = [r["plain"]["output_tokens_per_s"] for r in rows]
+    assert served[0] == pytest.approx(0.256) and f" {served[0]:.3g} / " in low, low
+    assert f" {served[1]:,.0f} / " in high, high
+
+
 def _made_answer(value, loads, batches, tpot=None):
     """A load answer made by hand for :func:`~specsim.speculation.schedule.load_schedule`: ``value`` (gamma rows 0..,
     load columns) its objective and, unless ``tpot`` gives them, its TPOT speedups, each load at its decode batch of

@@ -991,6 +991,11 @@ def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None
         def pair(key, scale=1e3, fmt="{:.2f}", a=a, b=b):
             return f"{fmt.format(a[key] * scale)} / {fmt.format(b[key] * scale)}"
 
+        def tokens_per_s(a=a, b=b):  # whole tokens, and 3 figures under 100: a rate of 0.001/s gave "0 / 0"
+            return " / ".join(
+                f"{v:,.0f}" if v >= 99.5 else f"{v:.3g}" for v in (a["output_tokens_per_s"], b["output_tokens_per_s"])
+            )
+
         # Each arm's own: past capacity (no steady TTFT) for one does not hide the other's.
         ttft = (
             "past capacity"
@@ -1008,7 +1013,7 @@ def _print_load(answer, dep, args: argparse.Namespace, memory_util: float | None
                 pair("tpot_s"),
                 pair("itl_s"),
                 ttft,
-                pair("output_tokens_per_s", 1.0, "{:,.0f}"),
+                tokens_per_s(),
                 pair("mean_batch", 1.0, "{:.1f}"),
                 r["recommendation"] + (f" ({', '.join(flags)})" if flags else ""),
             ]
