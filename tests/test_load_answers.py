@@ -135,6 +135,39 @@ def test_a_low_rate_prints_the_output_it_serves_not_zero(capsys):
     assert f" {served[1]:,.0f} / " in high, high
 
 
+@pytest.mark.parametrize(
+    "flags, search, said",
+    [
+        (
+            ["--draft", "dspark", "--alpha", "0.7"],
+            ["--gamma-max", "12"],
+            "drafts at most 7 tokens a round: gamma is not",
+        ),
+        (
+            ["--acceptance", "0.8,0.6"],
+            [],
+            "note: acceptance is measured for 2 positions: gamma is not searched past them",
+        ),
+    ],
+)
+def test_serve_sim_says_what_stopped_its_gamma_search_as_optimal_gamma_does(flags, search, said, capsys):
+    # serve-sim --draft dspark --gamma-max 12 searched 0..7 (the drafter's block) and said only
+    # "per-batch optimal gamma (0..7)", where optimal-gamma names the block; it now gives the same note.
+    argv = ["--timing", "roofline", "--concurrency", "2", "--input-len", "100", "--output-len", "32", *flags]
+    run = ["--requests", "8", "--runs", "1"]
+
+    def printed():
+        out, err = capsys.readouterr()
+        return out + err
+
+    assert main(["optimal-gamma", *argv, *search]) == 0
+    assert said in printed()
+    assert main(["serve-sim", *argv, *search, *run]) == 0
+    assert said in printed()
+    assert main(["serve-sim", *argv, *run, "--gamma", "2"]) == 0
+    assert said not in printed()  # a fixed gamma searched nothing
+
+
 def _made_answer(value, loads, batches, tpot=None):
     """A load answer made by hand for :func:`~specsim.speculation.schedule.load_schedule`: ``value`` (gamma rows 0..,
     load columns) its objective and, unless ``tpot`` gives them, its TPOT speedups, each load at its decode batch of

@@ -239,6 +239,17 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     for arm, r in (("speculation off", plain), ("speculation on", spec)):
         for note in r.notes:
             print(f"note: {arm}: {note}", file=sys.stderr)
+    if (
+        gamma == "schedule"
+    ):  # what stopped the search, as optimal-gamma says it (a DSpark block: --gamma-max 12 ran 0..7)
+        from specsim.cli.model import _search_stopped
+        from specsim.speculation.acceptance import as_acceptance
+        from specsim.speculation.search import search_bound, searched_gamma_max
+
+        context, accepted = meta["context_hint"], as_acceptance(acc)
+        top = searched_gamma_max(dep, accepted, args.gamma_max, context)
+        if stopped := _search_stopped(dep, top, search_bound(dep, accepted, args.gamma_max, context)):
+            print(stopped, file=sys.stderr)
     print_notes(dep)
     return 0
 
