@@ -137,6 +137,21 @@ def test_cli_vllm_snippet_parses_back_and_matches(capsys):
     )
 
 
+def test_an_ngram_schedule_says_its_lookup_sizes_are_specsims_not_vllms_default(capsys):
+    """The n-gram sizes written into speculative_config are specsim's choice; vLLM defaults them to 5 and 5
+    (vllm/config/speculative.py 0.34.0 L551-556), so the note says which is which.  A drafter with no lookup (the
+    default draft model) writes no such key and no such note."""
+    assert main(["schedule", "--draft", "ngram", "--format", "vllm", "--max-batch", "8"]) == 0
+    out = capsys.readouterr()
+    config = json.loads(out.out)
+    written = (config["prompt_lookup_min"], config["prompt_lookup_max"])
+    line = f"prompt_lookup_min {written[0]} and prompt_lookup_max {written[1]} are specsim's n-gram sizes"
+    assert line in out.err and "both unset 5" in out.err
+    assert main(["schedule", "--format", "vllm", "--max-batch", "8"]) == 0
+    out = capsys.readouterr()
+    assert "prompt_lookup" not in out.out and "n-gram sizes" not in out.err
+
+
 def test_schedule_runs_to_the_engines_max_num_seqs_where_no_max_batch_is_given(capsys):
     """vLLM's own max_num_seqs on an A100 is 256 (vllm/engine/arg_utils.py get_batch_defaults, 0.24.0), a speculating
     SGLang server's 48; --max-num-seqs replaces it; --max-batch wins over both and says nothing."""

@@ -639,9 +639,16 @@ def render_schedule(
     else:
         entries = ",\n    ".join(json.dumps(entry) for entry in schedule)
         text = head[:-2] + f',\n  "num_speculative_tokens_per_batch_size": [\n    {entries}\n  ]\n}}'
-    return text, [f"written for vLLM {_version_text(version)}"] + vllm_notes(
-        ranges, version, dep.drafter.support(NAME).name
-    )
+    sizes = _lookup(dep.drafter)
+    notes = [f"written for vLLM {_version_text(version)}"]
+    if sizes:
+        notes.append(
+            f"prompt_lookup_min {sizes['prompt_lookup_min']} and prompt_lookup_max {sizes['prompt_lookup_max']} are "
+            "specsim's n-gram sizes (the maximum the reference article's, the minimum specsim's own), not vLLM's "
+            "default (either one unset takes the other's value, both unset 5: vllm/config/speculative.py 0.34.0 "
+            "L551-556): write your server's"
+        )
+    return text, notes + vllm_notes(ranges, version, dep.drafter.support(NAME).name)
 
 
 #: vLLM's KV block: config/cache.py 0.33.0 L185 (CacheConfig.DEFAULT_BLOCK_SIZE 16).

@@ -186,7 +186,8 @@ class NgramDrafter(Drafter):
     published_short: ClassVar[str] = "code editing, vLLM #24344"
     published_for: ClassVar[tuple[str, str] | None] = ("*", "code-editing")
     #: The n-gram sizes the lookup matches (vLLM's prompt_lookup_min / prompt_lookup_max; TensorRT-LLM's
-    #: max_matching_ngram_size is the larger).
+    #: max_matching_ngram_size is the larger): the maximum 4 is the reference article's ("Implementation sketch"), the
+    #: minimum 2 specsim's own; vLLM's default is 5 and 5 (vllm/config/speculative.py 0.34.0 L551-556).
     lookup: ClassVar[tuple[int, int]] = (2, 4)
 
     @classmethod
