@@ -234,6 +234,14 @@ def test_a_file_it_cannot_watch_is_one_line_and_exit_2(tmp_path, capsys, name, t
             "holds no series from 2026-12-02T00:00:00Z to 2026-12-02T01:00:00Z: check --start and --end",
         ),
         (["--interval", "1h"], "--start to --end spans 600 s, less than one --interval (3600 s)"),
+        (  # it said "--start to --end spans -240 s, less than one --interval", naming neither time
+            ["--start", "2026-12-01T00:05:00Z", "--end", "2026-12-01T00:01:00Z"],
+            "--start 2026-12-01T00:05:00Z is not before --end 2026-12-01T00:01:00Z: give a --start before --end",
+        ),
+        (
+            ["--start", "2026-12-02T00:00:00Z"],
+            "--start 2026-12-02T00:00:00Z is not before --end 2026-12-01T00:10:00Z (--end not given: the capture's last",
+        ),
     ],
 )
 def test_flags_that_do_not_fit_a_file_are_one_line_and_exit_2(capture, capsys, argv, message):

@@ -418,6 +418,9 @@ def _span(args, source) -> tuple[float, float]:
             "(--once; the capture's first stamp at most)",
             f"--end not given: the capture's last stamp, {_iso(end)}" if args.end is None else "",
         ]
+    if end <= start:  # it said "--start to --end spans -3600 s, less than one --interval", naming neither time
+        given = "" if args.end is not None else " (--end not given: the capture's last stamp)" if capture else " (now)"
+        raise ValueError(f"--start {_iso(start)} is not before --end {_iso(end)}{given}: give a --start before --end")
     if end - start < args.interval:
         raise ValueError(f"--start to --end spans {end - start:.0f} s, less than one --interval ({args.interval:g} s)")
     windows = math.floor((end - start) / args.interval + 1e-9)  # whole windows, as the reads take them
