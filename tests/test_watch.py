@@ -1567,6 +1567,38 @@ def test_the_plot_draws_the_band_the_verdicts_allow(dep):
     assert judge.error.shown in drawn["too_close"].get_label()
 
 
+def test_the_plot_legend_names_the_costs_shading_and_a_break_even_it_does_not_draw(dep):
+    """A day where every window costs more and no acceptance pays (vLLM 0.22.0 running a draft model without CUDA
+    graphs: break-even none) drew every panel shaded and a legend with a dashed break-even line that was nowhere: the
+    shading was not in any legend.  The legend names the shading, and says the break-even is none."""
+    from matplotlib.figure import Figure
+
+    from specsim.figures.plots import plot_watch
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    windows = [
+        dataclasses.replace(
+            _loaded(drafts=20000.0, acceptance_length=2.0, per_position=(0.55, 0.3, 0.15), requests_per_s=4.0),
+            start_s=60.0 * k,
+            end_s=60.0 * (k + 1),
+        )
+        for k in range(2)
+    ]
+    rows = [r.to_dict() for r in Watcher(judge, DropDetector(reference=3)).add_all(windows)]
+    paying = plot_watch(rows, axes=Figure().subplots(3, 1))["length"].axes.get_legend_handles_labels()[1]
+    assert not any("COSTS MORE" in label or "none" in label for label in paying), paying
+    for row in rows:  # as the judge gives a window where no acceptance pays
+        row["model"].update(verdict="costs", break_even_length=None, break_even="never")
+    drawn = plot_watch(rows, axes=Figure().subplots(3, 1))
+    shown = drawn["length"].axes.get_legend_handles_labels()[1]
+    assert drawn["costs_windows"] == 2 and sum("COSTS MORE" in label for label in shown) == 1, shown
+    assert "break-even at the window's load (model): none, no acceptance pays at these loads" in shown, shown
+
+
 def test_the_rules_top_rate_is_what_the_plain_engine_serves_with_the_users_its_kv_cache_holds(dep):
     # rules_max_rate tabulates the break-even up to 1.5x the plain engine's closed-loop rate at max_num_seqs users; where
     # the KV cache holds fewer (a small share of memory, long requests), the engine serves fewer at once, and the top is

@@ -925,8 +925,10 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     drawn: dict[str, Any] = {}
     (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label="acceptance length (engine counters)")
     drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
+    # where no window has one (no acceptance pays at any load shown) the legend says so, not a line that is not drawn
+    none = "" if np.isfinite(be).any() else ": none, no acceptance pays at these loads"
     (drawn["break_even"],) = top.plot(
-        when, be, color=_COLORS[1], lw=1.4, ls="--", label="break-even at the window's load (model)"
+        when, be, color=_COLORS[1], lw=1.4, ls="--", label=f"break-even at the window's load (model){none}"
     )
     from specsim.answers.verdict import ModelError
 
@@ -945,9 +947,10 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
         label=f"too close to call: the model's speedup within {shown} of 1",
     )
     costs = [k for k, r in enumerate(judged) if r["model"]["verdict"] == "costs"]
-    for k in costs:
+    for k in costs:  # the top legend names the shading once
         for ax in axes:
-            ax.axvspan(start[k], when[k], color=_COLORS[1], alpha=0.08, lw=0)
+            label = "window's verdict: COSTS MORE" if k == costs[0] and ax is top else None
+            ax.axvspan(start[k], when[k], color=_COLORS[1], alpha=0.08, lw=0, label=label)
     drawn["costs_windows"] = len(costs)
     drops = [v for r in rows for v in r["started"] if v["kind"] == "dropped"]
     for v in drops:
