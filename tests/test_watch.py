@@ -1599,6 +1599,33 @@ def test_the_plot_legend_names_the_costs_shading_and_a_break_even_it_does_not_dr
     assert "break-even at the window's load (model): none, no acceptance pays at these loads" in shown, shown
 
 
+def test_the_plot_draws_the_load_from_zero(dep):
+    """A steady load (3.9-4.2 requests/s, a replayed TensorRT-LLM hour) was drawn on autoscaled axes that filled the
+    middle panel, as if the load had swung from nothing to double; both its axes start at 0."""
+    from matplotlib.figure import Figure
+
+    from specsim.figures.plots import plot_watch
+    from specsim.serving.steady import EngineLimits
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    judge = Judge(dep, EngineLimits(1024, 8192))
+    windows = [
+        dataclasses.replace(
+            _loaded(drafts=20000.0, acceptance_length=2.0, per_position=(0.55, 0.3, 0.15), requests_per_s=r),
+            start_s=60.0 * k,
+            end_s=60.0 * (k + 1),
+        )
+        for k, r in enumerate((3.9, 4.2, 4.0))
+    ]
+    rows = [r.to_dict() for r in Watcher(judge, DropDetector(reference=3)).add_all(windows)]
+    drawn = plot_watch(rows, axes=Figure().subplots(3, 1))
+    for line in (drawn["rate"], drawn["running_model"]):  # the engine's running is none here (not in the windows)
+        low, high = line.axes.get_ylim()
+        assert low == 0.0 and high >= max(line.get_ydata()), (line.get_label(), low, high)
+
+
 def test_the_rules_top_rate_is_what_the_plain_engine_serves_with_the_users_its_kv_cache_holds(dep):
     # rules_max_rate tabulates the break-even up to 1.5x the plain engine's closed-loop rate at max_num_seqs users; where
     # the KV cache holds fewer (a small share of memory, long requests), the engine serves fewer at once, and the top is

@@ -978,6 +978,9 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     (drawn["running"],) = twin.plot(when, running, color=_COLORS[4], lw=1.0, label="running (engine)")
     (drawn["running_model"],) = twin.plot(when, expected, color=_COLORS[4], lw=1.0, ls="--", label="running (model)")
     twin.set_ylabel("requests running")
+    # from 0: autoscaled, a steady 3.9-4.2 requests/s filled the panel as if the load swung fivefold
+    middle.set_ylim(bottom=0.0)
+    twin.set_ylim(bottom=0.0)
     handles = [drawn["rate"], drawn["running"], drawn["running_model"]]
     middle.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper left")
     speedup = np.array([r["model"]["speedup"] for r in judged], dtype=float)
