@@ -501,9 +501,13 @@ CASES = [
     ("optimal-gamma --ngram-cpu-ns 3", "--ngram-cpu-ns applies to --draft ngram only"),
     ("optimal-gamma --sibling-factor 0.5", "--sibling-factor applies to --tree"),
     # Issue 13: serving simulation.
-    ("serve-sim --trace {tmp}/trace-neg.csv", "arrival_s must be a finite time >= 0, got -1"),
-    ("serve-sim --trace {tmp}/trace-back.csv", "request 3: arrival_s 1 is before the previous request's 2"),
-    ("serve-sim --trace {tmp}/trace-zero.csv", "output_tokens must be a whole number >= 1, got 0"),
+    # each names the row's line, as a cell that is not a number does (they said "request N", one less than its line)
+    ("serve-sim --trace {tmp}/trace-neg.csv", "line 2 (request 1): arrival_s must be a finite time >= 0, got -1"),
+    (
+        "serve-sim --trace {tmp}/trace-back.csv",
+        "line 4 (request 3): arrival_s 1 is before the previous request's 2 (line 3)",
+    ),
+    ("serve-sim --trace {tmp}/trace-zero.csv", "line 2 (request 1): output_tokens must be a whole number >= 1, got 0"),
     (
         "serve-sim --trace {tmp}/trace-long.jsonl",
         "need more than 131,072 tokens (prompt + output), llama-3.1-8b's context limit",

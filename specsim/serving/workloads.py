@@ -124,7 +124,8 @@ def read_trace(path: str | Path) -> Requests:
     p = Path(path)
     text = read_text(path, "trace")
     keys = ("arrival_s", "prompt_tokens", "output_tokens")
-    rows = []
+    rows, line_of = [], []  # each request's line, which every message names (a row's number was once "line 11"
+    # where a word was not a number and "request 10" where its time was negative)
     if p.suffix in (".jsonl", ".json"):
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -136,6 +137,7 @@ def read_trace(path: str | Path) -> Requests:
             if bad:
                 raise ValueError(f"trace {p.name}, line {i}: {bad[0]} must be a number, got {obj[bad[0]]!r}")
             rows.append([obj[k] for k in keys])
+            line_of.append(i)
     else:
         import csv
 
@@ -166,6 +168,7 @@ def read_trace(path: str | Path) -> Requests:
                         f"trace {p.name}, line {i}: {k} must be a number, got {cells[j].strip()!r}"
                     ) from None
             rows.append(row)
+            line_of.append(i)
     if not rows:
         raise ValueError(f"trace {p.name} holds no requests")
     from specsim.core.limits import MAX_REQUESTS
@@ -178,17 +181,19 @@ def read_trace(path: str | Path) -> Requests:
         bad = np.flatnonzero(~np.isfinite(col) | (col != np.round(col)) | (col < 1))
         if bad.size:
             raise ValueError(
-                f"trace {p.name}, request {bad[0] + 1}: {name} must be a whole number >= 1, got {col[bad[0]]:g}"
+                f"trace {p.name}, line {line_of[bad[0]]} (request {bad[0] + 1}): {name} must be a whole number >= 1, "
+                f"got {col[bad[0]]:g}"
             )
     bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
     if bad.size:
         raise ValueError(
-            f"trace {p.name}, request {bad[0] + 1}: arrival_s must be a finite time >= 0, got {a[bad[0]]:g}"
+            f"trace {p.name}, line {line_of[bad[0]]} (request {bad[0] + 1}): arrival_s must be a finite time >= 0, "
+            f"got {a[bad[0]]:g}"
         )
     back = np.flatnonzero(np.diff(a) < 0)
     if back.size:
         raise ValueError(
-            f"trace {p.name}, request {back[0] + 2}: arrival_s {a[back[0] + 1]:g} is before the previous "
-            f"request's {a[back[0]]:g}; sort the trace by arrival time"
+            f"trace {p.name}, line {line_of[back[0] + 1]} (request {back[0] + 2}): arrival_s {a[back[0] + 1]:g} is "
+            f"before the previous request's {a[back[0]]:g} (line {line_of[back[0]]}); sort the trace by arrival time"
         )
     return Requests(prompt.astype(np.int64), output.astype(np.int64), a, f"trace {p.name}")
