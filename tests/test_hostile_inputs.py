@@ -762,6 +762,10 @@ CASES = [
         "--page-seconds must be in [1, 3600] (the day's length), got 0.001",
     ),
     ("replay --draft llama-3.2-1b --rates 0:3,1h --page-seconds 0 --out {tmp}/out/day.om", "must be > 0, got 0"),
+    (  # it said "could not convert string to float: 'x'", not what a rate is
+        "replay --draft llama-3.2-1b --rates 0:3,2h:x,4h --out {tmp}/out/day.om",
+        "--rates '0:3,2h:x,4h': a rate is requests/s in [0, 1e5], got 'x'",
+    ),
     (  # it said "a duration must be > 0 and at most 366d, got '1e308'", naming no flag
         "replay --draft llama-3.2-1b --rates 0:3,1h --drop-at 1e308 --drop-to 0.5 --out {tmp}/out/day.om",
         "specsim replay: error: --drop-at: a duration must be > 0 and at most 366d, got '1e308'",

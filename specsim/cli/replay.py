@@ -33,9 +33,12 @@ def _profile(text: str) -> list:
         try:
             # the day's start, in any unit the later times take ("0h"); a duration elsewhere is > 0
             start = 0.0 if re.fullmatch(r"0+(\.0*)?(ms|s|m|h|d|w)?", when.strip()) else parse_duration(when)
-            value = float(rate) if sep else 0.0
         except ValueError as err:
             raise argparse.ArgumentTypeError(f"--rates {text!r}: {err}") from None
+        try:  # float's own "could not convert string to float: 'x'" named neither what nor what is allowed
+            value = float(rate) if sep else 0.0
+        except ValueError:
+            value = float("nan")
         if value < 0 or value != value or value > 1e5:
             raise argparse.ArgumentTypeError(f"--rates {text!r}: a rate is requests/s in [0, 1e5], got {rate!r}")
         pairs.append((start, value))
