@@ -1597,6 +1597,11 @@ def test_the_plot_legend_names_the_costs_shading_and_a_break_even_it_does_not_dr
     shown = drawn["length"].axes.get_legend_handles_labels()[1]
     assert drawn["costs_windows"] == 2 and sum("COSTS MORE" in label for label in shown) == 1, shown
     assert "break-even at the window's load (model): none, no acceptance pays at these loads" in shown, shown
+    assert "acceptance length (engine counters)" in shown, shown
+    for row in rows:  # SGLang before 0.5.13: the legend said "engine counters" of its sampled gauge
+        row["window"]["basis"] = "the sglang:spec_accept_length gauge, sampled (the engine's last logging window)"
+    shown = plot_watch(rows, axes=Figure().subplots(3, 1))["length"].get_label()
+    assert shown == "acceptance length (the engine's gauge, sampled)", shown
 
 
 def test_the_plot_draws_the_load_from_zero(dep):

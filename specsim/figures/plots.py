@@ -923,7 +923,9 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
         [np.nan if r["model"]["break_even_length"] is None else r["model"]["break_even_length"] for r in judged]
     )
     drawn: dict[str, Any] = {}
-    (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label="acceptance length (engine counters)")
+    # SGLang before 0.5.13 gives a sampled gauge, no counters (the basis says which: MetricNames.acceptance_basis)
+    what = "the engine's gauge, sampled" if any("gauge" in r["window"]["basis"] for r in judged) else "engine counters"
+    (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label=f"acceptance length ({what})")
     drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
     # where no window has one (no acceptance pays at any load shown) the legend says so, not a line that is not drawn
     none = "" if np.isfinite(be).any() else ": none, no acceptance pays at these loads"
