@@ -207,6 +207,18 @@ def test_sweep_finds_where_speculation_stops_helping(capsys, tmp_path):
     assert data["findings"]["max_rate_meeting_slo_on"] == 1.0
 
 
+def test_the_sweep_figure_names_the_engine(monkeypatch, tmp_path):
+    # serve-sweep --engine sglang@0.5.20 --plot titled its figure "llama-3.1-8b + eagle3 head (llama-3.1-8b) on h100-sxm,
+    # reasoning workload, alpha ...": nothing in it said whose engine's rounds its TPOTs are.
+    import specsim.figures.plots
+
+    titles = []
+    monkeypatch.setattr(specsim.figures.plots, "save_serve_sweep", lambda frame, path, **kw: titles.append(kw["title"]))
+    argv = ["serve-sweep", "--engine", "sglang@0.5.20", "--draft", "eagle3", "--rates", "1", "--requests", "20"]
+    assert main([*argv, "--plot", str(tmp_path / "sweep.png")]) == 0
+    assert "on h100-sxm, sglang 0.5.20 (preset sglang@latest), chat workload" in titles[0], titles
+
+
 @pytest.mark.parametrize(
     "target, draft, length",
     [

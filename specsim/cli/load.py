@@ -655,7 +655,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         save_serve_sweep(
             frame,
             args.plot,
-            title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, "
+            # the engine too: a figure of SGLang's rounds said nothing of SGLang
+            title=f"{dep.target.name} + {dep.drafter.name} on {dep.hardware.name}, {dep.engine.label}, "
             + (f"{workload.name} workload" if lengths is None else what)
             + f", {accepted}",
             slo_tpot_ms=args.slo_tpot_ms,
