@@ -1604,6 +1604,23 @@ def test_the_plot_legend_names_the_costs_shading_and_a_break_even_it_does_not_dr
     assert shown == "acceptance length (the engine's gauge, sampled)", shown
 
 
+def test_a_window_no_acceptance_can_pay_says_its_load_once():
+    """vLLM 0.22.0 runs a draft model without CUDA graphs: no acceptance pays at 2 requests/s.  The verdict said
+    '... costs more than it saves at this load: no acceptance brings the model's speedup within ±7.00% of 1 at this
+    load at 2.00 requests/s per replica': the load twice, the second time beside its figure."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.deployment import Deployment
+    from specsim.watch.drift import DropDetector
+    from specsim.watch.judge import Judge
+    from specsim.watch.watcher import Watcher
+
+    graphless = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing=None, engine="vllm@0.22.0")
+    window = _loaded(drafts=20000.0, acceptance_length=2.2, per_position=(0.6, 0.36, 0.22), requests_per_s=2.0)
+    (row,) = Watcher(Judge(graphless, EngineLimits(1024, 8192)), DropDetector(reference=3)).add_all([window])
+    (costs,) = [v.text for v in row.started if v.kind == "costs"]
+    assert "within ±7.00% of 1 at 2.00 requests/s per replica" in costs and costs.count("at this load") == 1, costs
+
+
 def test_the_plot_draws_the_load_from_zero(dep):
     """A steady load (3.9-4.2 requests/s, a replayed TensorRT-LLM hour) was drawn on autoscaled axes that filled the
     middle panel, as if the load had swung from nothing to double; both its axes start at 0."""

@@ -228,7 +228,7 @@ class Watcher:
             if "costs" not in self.holding:
                 shown = self.judge.error.shown
                 if j.costs_below[1] == "never":
-                    why = f"no acceptance brings the model's speedup within {shown} of 1 at this load"
+                    why = f"no acceptance brings the model's speedup within {shown} of 1"  # at the rate, below
                 else:
                     low, high = j.interval  # (a window without an interval is undecided: specsim.watch.judge)
                     even = f" (break-even {j.break_even_length:.3f})" if j.break_even_length is not None else ""
