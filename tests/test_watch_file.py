@@ -250,6 +250,23 @@ def test_flags_that_do_not_fit_a_file_are_one_line_and_exit_2(capture, capsys, a
     assert len(err) == 1 and message in err[0], err
 
 
+def test_a_plot_of_no_judged_window_is_not_written(tmp_path, capsys):
+    """A capture whose windows are all idle (two minutes before the first request) wrote a figure of empty axes, a
+    model error of ±0.00% and hours either side of the window; it is not written, and the note says why."""
+    from specsim.speculation.deployment import Deployment
+    from specsim.watch.replay import openmetrics, simulate_day
+
+    names, release, _ = metric_names(ENGINE)
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing=None, engine=ENGINE)
+    late = simulate_day(dep, [(0, 0.0), (120, 4.0), (180, 0)], 0.6, 3, 1000, 256, seed=7)
+    path = tmp_path / "idle.om"
+    path.write_text(openmetrics(late, names, MODEL, PAGE_S, START_S, release))
+    plot = tmp_path / "idle.png"
+    assert _watch("--file", str(path), "--interval", "1m", "--end", "2026-12-01T00:02:00Z", "--plot", str(plot)) == 0
+    err = capsys.readouterr().err
+    assert not plot.exists() and f"--plot {plot} not written: no window was judged" in err, err
+
+
 def test_a_read_whose_counters_are_past_the_look_back_gives_no_window(capture, tmp_path):
     """Counters scraped until 30 s and again from 450 s on (a gap of 7 minutes, gauges kept): at 360 s the counters'
     last sample is past Prometheus's 5-minute look-back while the gauges averaged over [240, 360] are there.  That read

@@ -536,12 +536,17 @@ def run_watch(args: argparse.Namespace) -> int:
             output.emit("summary", exit_code=2, holding=sorted(watcher.holding), error=gave_up)
         print(f"specsim watch: error: {gave_up}", file=sys.stderr)
         return 2
-    if args.plot is not None and watcher.rows:
+    if args.plot is not None and any(r.judgement is not None for r in watcher.rows):
         from specsim.figures.plots import save_watch
 
         save_watch([r.to_dict() for r in watcher.rows], args.plot, f"{shown}, {model}: acceptance and break-even")
         if not args.json:
             print(f"wrote {args.plot}")
+    elif args.plot is not None:  # it drew empty axes, an error of ±0.00% and a day that was not the window's
+        print(
+            f"note: --plot {args.plot} not written: no window was judged (idle, a restart or no drafts)",
+            file=sys.stderr,
+        )
     code = watcher.exit_code()
     output.footer(code, watcher.holding, watcher.untested_said(), watcher.tally(), judge.error)
     return code
