@@ -1598,6 +1598,8 @@ def test_the_plot_legend_names_the_costs_shading_and_a_break_even_it_does_not_dr
     assert drawn["costs_windows"] == 2 and sum("COSTS MORE" in label for label in shown) == 1, shown
     assert "break-even at the window's load (model): none, no acceptance pays at these loads" in shown, shown
     assert "acceptance length (engine counters)" in shown, shown
+    empty = plot_watch([], axes=Figure().subplots(3, 1))["break_even"].get_label()  # no window: nothing said of one
+    assert empty == "break-even at the window's load (model)", empty
     for row in rows:  # SGLang before 0.5.13: the legend said "engine counters" of its sampled gauge
         row["window"]["basis"] = "the sglang:spec_accept_length gauge, sampled (the engine's last logging window)"
     shown = plot_watch(rows, axes=Figure().subplots(3, 1))["length"].get_label()

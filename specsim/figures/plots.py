@@ -928,7 +928,7 @@ def plot_watch(rows: list[dict], *, axes: Any = None, title: str | None = None) 
     (drawn["length"],) = top.plot(when, length, color=_COLORS[0], lw=1.4, label=f"acceptance length ({what})")
     drawn["interval"] = top.fill_between(when, low, high, color=_COLORS[0], alpha=0.2, lw=0, label="95% interval")
     # where no window has one (no acceptance pays at any load shown) the legend says so, not a line that is not drawn
-    none = "" if np.isfinite(be).any() else ": none, no acceptance pays at these loads"
+    none = "" if np.isfinite(be).any() or not judged else ": none, no acceptance pays at these loads"
     (drawn["break_even"],) = top.plot(
         when, be, color=_COLORS[1], lw=1.4, ls="--", label=f"break-even at the window's load (model){none}"
     )
