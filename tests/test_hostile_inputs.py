@@ -127,6 +127,8 @@ FILES = {
         '"draft_vocab_size": 32000}'
     ),
     "sglang-metrics.txt": 'sglang:spec_accept_length{model_name="m"} 2.5\n',
+    "capture.om": 'vllm:spec_decode_num_drafts_total{model_name="m"} 1 1796083200\n'
+    'vllm:spec_decode_num_drafts_total{model_name="m"} 9 1796083260\n# EOF\n',
     "trace-neg.csv": "arrival_s,prompt_tokens,output_tokens\n-1,10,10\n",
     "trace-back.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n2,10,10\n1,10,10\n",
     "trace-zero.csv": "arrival_s,prompt_tokens,output_tokens\n0,10,0\n",
@@ -335,6 +337,11 @@ CASES = [
     ("alpha --acceptance-length 0.5 --gamma 3", "acceptance length"),
     ("alpha --acceptance-length 2.0", "--gamma"),
     ("alpha --metrics {tmp}/metrics-dup.txt", "appears twice"),
+    (  # a capture where a page is read: it said "the series ... appears twice; a metrics page gives each series once"
+        "serve-sim --rate 2 --metrics {tmp}/capture.om",
+        'capture.om is a capture of stamped scrapes (the series vllm:spec_decode_num_drafts_total{model_name="m"} at '
+        "several time stamps), not one page: save one /metrics page",
+    ),
     ("alpha --metrics {tmp}/metrics-rising.txt", "position 1 was accepted 50 times, more than position 0 (40)"),
     ("alpha --metrics {tmp}/metrics-above.txt", "more than the 100 drafts"),
     ("alpha --metrics {tmp}/metrics-garbage.txt", "line 1: not a Prometheus sample"),

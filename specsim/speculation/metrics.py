@@ -87,16 +87,23 @@ def _once_each(samples: list, source: str, repeated: bool = False) -> None:
     (Prometheus refuses the scrape), and a reader that adds them up counts it twice (a doubled draft count once halved
     the acceptance length watch judged by).  ``repeated``: a capture of several scrapes, where a series appears once
     per time stamp (twice at one stamp is still refused)."""
-    seen = set()
+    seen: dict = {}  # each series' first time stamp
     for s in samples:
         key = (s.name, tuple(sorted(s.labels.items()))) + ((s.timestamp,) if repeated else ())
         if key in seen:
             labels = ",".join(f'{k}="{v}"' for k, v in key[1])
+            if not repeated and None not in (s.timestamp, seen[key]) and s.timestamp != seen[key]:
+                # a capture (replay --out) given where a page is read: it said the series "appears twice"
+                raise ValueError(
+                    f"{source} is a capture of stamped scrapes (the series {s.name}{{{labels}}} at several time "
+                    "stamps), not one page: save one /metrics page (curl -s http://HOST:PORT/metrics > FILE); "
+                    "specsim watch --file reads a capture"
+                )
             at = f" at time stamp {s.timestamp:.3f}" if repeated and s.timestamp is not None else ""
             raise ValueError(
                 f"{source}: the series {s.name}{{{labels}}} appears twice{at}; a metrics page gives each series once"
             )
-        seen.add(key)
+        seen[key] = s.timestamp
 
 
 def is_openmetrics(text: str) -> bool:
