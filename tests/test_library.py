@@ -1106,6 +1106,33 @@ def test_a_label_that_names_another_alpha_is_refused():
     assert speedup_rows(dep, 1, "alpha 1", 3, [1])[0][0]["alpha"] == 1.0
 
 
+def test_an_answer_left_without_a_label_names_its_acceptance_and_a_string_alpha_is_refused_by_name():
+    """gamma_answer(dep, "0.8") and round_anatomy(dep, "0.8") raised numpy's "Unknown format code 'g' for object of type
+    'str'" (the label was formatted before the acceptance was checked); gamma_answer(dep, np.array([0.6, 0.8])) raised
+    "unsupported format string passed to numpy.ndarray.__format__"; load_answer(dep, 0.8, None, ...) and
+    schedule_answer(dep, 0.8, None, ...) raised AttributeError 'NoneType' object has no attribute 'split', and
+    speedup_rows(dep, 0.8, None, ...) put None in every row's acceptance.  A label left out is now the acceptance's own
+    (acceptance_label) in every answer, and a string is refused by the same message as elsewhere; schedule_answer,
+    which did not check its label, refuses one naming another alpha as the other answers do."""
+    from specsim.answers import deployment_capacity, gamma_answer, speedup_rows
+    from specsim.answers.anatomy import round_anatomy
+    from specsim.answers.load import load_answer
+    from specsim.answers.schedule import schedule_answer
+
+    dep = deployment()
+    refused = "acceptance must be an alpha in [0, 1] (a number or an array of numbers, not a bool or a string)"
+    for call in (lambda: gamma_answer(dep, "0.8"), lambda: round_anatomy(dep, "0.8", None, [1])):
+        with pytest.raises(ValueError, match=re.escape(refused)):
+            call()
+    assert gamma_answer(dep, np.array([0.6, 0.8]), batches=[1, 64]).rows[1]["acceptance"] == "alpha 0.6, 0.8"
+    assert load_answer(dep, 0.8, None, "concurrency", [1], 500, 256).records()[0]["acceptance"] == "alpha 0.8"
+    assert speedup_rows(dep, 0.8, None, 3, [1])[0][0]["acceptance"] == "alpha 0.8"
+    cap = deployment_capacity(dep, 1128, None, None)
+    assert schedule_answer(dep, 0.8, None, cap, max_batch=8).label == "alpha 0.8"
+    with pytest.raises(ValueError, match="the label says alpha 0.8 but the acceptance given is 0.6"):
+        schedule_answer(dep, 0.6, "alpha 0.8", cap, max_batch=8)  # it printed 0.8 beside a schedule of 0.6
+
+
 def test_the_top_level_names_are_the_library_functions_and_load_nothing_until_used():
     """``specsim.X`` is the object of X's module for every name ``dir(specsim)`` lists, and importing specsim loads
     none of their modules (a command's cold start pays for its own only)."""

@@ -541,7 +541,7 @@ def _round_parts(times, i: int, off: bool, shape: tuple) -> dict:
 def speedup_rows(
     dep: Deployment,
     acceptance: object,
-    label: str,
+    label: str | None,
     gamma: int,
     batches: list | None = None,
     context: int | None = None,

@@ -108,24 +108,30 @@ def acceptance_label(acceptance) -> str:
     """What an acceptance given as it is (an alpha, or an :class:`~specsim.speculation.acceptance.Acceptance`) is called
     where no label names it: an answer's ``acceptance`` key, as :func:`resolve_acceptance` labels ``--alpha``.
 
-    >>> acceptance_label(0.8)
-    'alpha 0.8'
+    >>> acceptance_label(0.8), acceptance_label([0.6, 0.8])
+    ('alpha 0.8', 'alpha 0.6, 0.8')
     """
-    describe = getattr(acceptance, "describe", None)
-    return describe() if describe is not None else f"alpha {acceptance:g}"
+    from specsim.speculation.acceptance import checked_acceptance
+
+    describe = getattr(checked_acceptance(acceptance), "describe", None)  # a bool or a string is not an alpha
+    if describe is not None:
+        return describe()
+    return "alpha " + ", ".join(f"{float(a):g}" for a in np.ravel(acceptance))
 
 
-def checked_label(acceptance, label: str) -> str:
+def checked_label(acceptance, label: str | None) -> str:
     """``label`` for ``acceptance``, refused where it names another alpha: a row shows the label as the acceptance it
     was computed at, so ``gamma_answer(dep, 0.6, "alpha 0.8", ...)`` would print 0.8 beside figures of 0.6.
 
-    >>> checked_label(0.8, "alpha 0.800 (the published default)")
-    'alpha 0.800 (the published default)'
+    >>> checked_label(0.8, "alpha 0.800 (the published default)"), checked_label(0.8, None)
+    ('alpha 0.800 (the published default)', 'alpha 0.8')
     """
     import re
 
     from specsim.speculation.acceptance import checked_acceptance
 
+    if label is None:  # left out: the acceptance's own, as gamma_answer names it
+        return acceptance_label(acceptance)
     checked_acceptance(acceptance)  # a bool or a string is not an alpha
     said = re.match(r"alpha (\d+(?:\.\d+)?)", label or "")
     if said is not None and is_real(acceptance) and abs(float(said.group(1)) - float(acceptance)) > 5e-4:

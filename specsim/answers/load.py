@@ -544,7 +544,7 @@ def _once(kind: str, loads: list) -> list:
 def load_answer(
     dep,
     acceptance,
-    label: str,
+    label: str | None,
     kind: str,
     loads,
     input_tokens: float,

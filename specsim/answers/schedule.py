@@ -515,7 +515,7 @@ class ScheduleAnswer:
 def schedule_answer(
     dep: Deployment,
     acceptance: object,
-    label: str,
+    label: str | None,
     cap: Capacity,
     *,
     max_batch: int = DEFAULT_MAX_BATCH,
@@ -537,7 +537,7 @@ def schedule_answer(
     takes the smallest gamma within that fraction of the best; ``cap`` is the memory budget
     (:func:`specsim.answers.deployment_capacity`); ``max_batch_from`` says where ``max_batch`` came from.  ``dep`` the
     :class:`~specsim.speculation.deployment.Deployment`; ``acceptance`` an alpha or an
-    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the answer calls it; ``max_batch`` and
+    :class:`~specsim.speculation.acceptance.Acceptance`, ``label`` what the answer calls it (None: :func:`specsim.answers.acceptance.acceptance_label`); ``max_batch`` and
     ``context`` in sequences and tokens; ``sibling`` the sibling factor of ``tree``'s acceptance, a ranked sibling's
     relative to the first, per rank (None: :data:`~specsim.speculation.acceptance.DEFAULT_SIBLING_FACTOR`); ``contexts`` more context lengths, in tokens, for the by-context table; ``rising``
     the source that lets the engine release's schedule rise with the batch ("": it never rises;
@@ -550,9 +550,11 @@ def schedule_answer(
     >>> [(r.batches, r.gamma) for r in answer.ranges]
     [('1-125', 3), ('126-256', 2)]
     """
+    from specsim.answers.acceptance import checked_label
     from specsim.answers.verdict import judged_at, model_error, verdict
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule
 
+    label = checked_label(acceptance, label)  # the answer shows it as the acceptance it was computed at
     dep = judged_at(dep, acceptance, label)  # a calibration's error is of its runs' own acceptance, not another's
     error = model_error(dep)
 

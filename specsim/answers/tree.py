@@ -40,7 +40,7 @@ class TreeAnswer:
 def tree_answer(
     dep: Deployment,
     acceptance: object,
-    label: str,
+    label: str | None,
     bounds: TreeSpec,
     batches: list,
     context: int,
