@@ -1152,6 +1152,20 @@ def test_the_top_level_names_are_the_library_functions_and_load_nothing_until_us
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
+def test_a_notebooks_echo_of_a_deployment_names_the_engine_release_it_was_built_for():
+    """Deployment.build(..., engine="vllm@0.26.0") echoed "engine vllm@0.14": the preset's key, not the release asked
+    for, which its identity() (engine 'vllm@0.26.0') and every --json name; the echo now names both, as the engine's
+    label does (and an unversioned or exact preset keeps its key)."""
+    import specsim
+
+    def echo(engine):
+        dep = specsim.Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine=engine)
+        return repr(dep).rsplit("engine ", 1)[1]
+
+    assert echo("vllm@0.26.0") == "vllm 0.26.0 (preset vllm@0.14))"
+    assert (echo("vllm"), echo("vllm@0.14"), echo("none")) == ("vllm@latest)", "vllm@0.14)", "none)")
+
+
 def test_a_notebooks_echo_of_an_answer_is_its_answer_not_every_field():
     """A notebook echoes the last value of a cell: a GammaAnswer printed 14,335 characters (the whole Deployment, its
     profile's notes included), a LoadAnswer 28,523.  Each now says who, on what, and the answer per batch or load."""

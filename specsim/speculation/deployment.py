@@ -483,7 +483,7 @@ class Deployment:
     def __repr__(self) -> str:  # a notebook's echo: who, on what, timed how (the fields in full: dataclasses.fields)
         drafter = f" + {self.drafter.name}" if self.drafter is not None else ""
         source = self.source.name if self.source is not None else "?"
-        engine = self.engine.key if self.engine is not None else "?"
+        engine = self.engine.label if self.engine is not None else "?"  # the release asked for beside its preset
         return f"Deployment({self.target.name}{drafter} on {self.hardware.name}, {source} step times, engine {engine})"
 
     def __post_init__(self) -> None:
