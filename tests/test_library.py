@@ -1152,6 +1152,40 @@ def test_the_top_level_names_are_the_library_functions_and_load_nothing_until_us
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
+def test_an_answer_given_a_name_where_a_deployment_belongs_names_the_keyword():
+    """gamma_answer("h100-sxm", 0.8) raised AttributeError "'str' object has no attribute 'require_within_positions'",
+    load_answer and serve_sim "'str' object has no attribute 'engine'", sim_load "... 'target'": a notebook's slip
+    (a hardware name for the deployment) failed deep inside.  Each front-door function that takes a deployment now
+    refuses anything else by its keyword, in one TypeError, as Deployment.build refuses an object for a name."""
+    import specsim
+
+    message = r"^dep is a Deployment \(specsim.Deployment.build\(hardware, target, draft, ...\)\), got str 'h100-sxm'$"
+    dep = deployment()
+    cap = specsim.deployment_capacity(dep, 1128, None, None)
+    calls = [
+        lambda d: specsim.gamma_answer(d, 0.8),
+        lambda d: specsim.deployment_capacity(d, 1128, None, None),
+        lambda d: specsim.capacity_record(d, 8192),
+        lambda d: specsim.speedup_rows(d, 0.8, None, 3, [1]),
+        lambda d: specsim.steptime_rows(d, [1], [1], 1128),
+        lambda d: specsim.load_answer(d, 0.8, None, "concurrency", [1], 500, 256),
+        lambda d: specsim.round_anatomy(d, 0.8, None, [1]),
+        lambda d: specsim.load_anatomy(d, 0.8, None, None, 1128),
+        lambda d: specsim.compare_answer(d, 0.8, [1]),
+        lambda d: specsim.schedule_answer(d, 0.8, None, cap, max_batch=8),
+        lambda d: specsim.sim_load(d, rate=1.0, n=5),
+        lambda d: specsim.serve_sim(d, None, 0.8),
+        lambda d: specsim.optimal_gamma(d, 0.8, [1]),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match=message):
+            call("h100-sxm")
+    assert (
+        specsim.optimal_gamma(dep, 0.8, [1]).gamma.tolist()
+        == specsim.gamma_answer(dep, 0.8, batches=[1]).best.gamma.tolist()
+    )
+
+
 def test_a_notebooks_echo_of_a_deployment_names_the_engine_release_it_was_built_for():
     """Deployment.build(..., engine="vllm@0.26.0") echoed "engine vllm@0.14": the preset's key, not the release asked
     for, which its identity() (engine 'vllm@0.26.0') and every --json name; the echo now names both, as the engine's

@@ -48,7 +48,14 @@ from specsim.serving.capacity import (
 )
 from specsim.speculation.acceptance import acceptance_rates, tokens_per_round
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import NOT_WEIGHED, OptimalGamma, optimal_gamma, search_bound, speedup_from_cost_ratio
+from specsim.speculation.search import (
+    NOT_WEIGHED,
+    OptimalGamma,
+    checked_deployment,
+    optimal_gamma,
+    search_bound,
+    speedup_from_cost_ratio,
+)
 from specsim.timing.assumptions import model_assumptions
 from specsim.timing.roofline import RooflineSource
 
@@ -227,6 +234,7 @@ def gamma_answer(
     >>> [(r["batch"], r["gamma"], round(r["speedup"], 3), r["verdict"]) for r in gamma_answer(dep, 0.8, batches=[1, 64]).rows]
     [(1, 4, 1.739, 'speculate'), (64, 3, 1.717, 'speculate')]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.answers.acceptance import acceptance_label, checked_label
 
     # a row shows it as the acceptance it was computed at
@@ -375,6 +383,7 @@ def deployment_capacity(
     >>> cap.context_tokens, cap.max_batch_without_draft, cap.max_batch_with_draft
     (1128, 411, 316)
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
     tokens = reserved_context(context, max_context)
     names = given_as("context") + ("" if max_context is None else f" and {given_as('max_context')}")
@@ -476,6 +485,7 @@ def capacity_record(
     ... ]
     2
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.serving.capacity import fitting_tp_for
     from specsim.serving.steady import engine_limits
 
@@ -562,6 +572,7 @@ def speedup_rows(
     >>> context, [(r["batch"], round(r["speedup"], 3)) for r in rows]
     (1128, [(1, 1.737), (64, 1.717)])
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.answers.acceptance import checked_label
 
     label = checked_label(acceptance, label)  # a row shows it as the acceptance it was computed at
@@ -613,6 +624,7 @@ def steptime_rows(
     >>> [(r["batch"], round(r["step_time_s"] * 1e3, 3)) for r in rows]
     [(1, 6.156), (64, 9.635)]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     model = dep.target
     contexts = whole_numbers("context", context, 0, MAX_CONTEXT)
     # a 70B target on one H100 (141 GB of weights) was timed from the library, where the command refuses it

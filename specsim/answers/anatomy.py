@@ -15,7 +15,7 @@ from specsim.core.defaults import ARTICLE_CONTEXT_TOKENS, DEFAULT_BATCHES, DEFAU
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA, check_int, is_real
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
-from specsim.speculation.search import optimal_gamma
+from specsim.speculation.search import checked_deployment, optimal_gamma
 
 __all__ = ["RoundAnatomy", "load_anatomy", "round_anatomy"]
 
@@ -139,6 +139,7 @@ def round_anatomy(
     >>> [(r["batch"], r["gamma"], round(r["speedup"], 3)) for r in round_anatomy(dep, 0.8, "alpha 0.8", [1, 64], 1128).rows]
     [(1, 4, 1.739), (64, 3, 1.717)]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     return _rounds(dep, acceptance, label, batches, context, gamma, gamma_max, within_positions=True, cap=cap)
 
 
@@ -228,6 +229,7 @@ def load_anatomy(dep: Deployment, acceptance: object, label: str, answer, contex
     >>> [(r["load"], r["gamma"], round(r["prompts_beside_s"] * 1e3, 1)) for r in load_anatomy(dep, 0.8, "alpha 0.8", at, 1128)]
     [('concurrency 1', 4, 0.0), ('concurrency 64', 3, 14.8)]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     rows = []
     for j, r in enumerate(answer.rows):
         spec, speedup, g = r["spec"], r["speedup_tpot"], r["gamma"]

@@ -11,6 +11,7 @@ from specsim.core.limits import whole_batches
 from specsim.core.names import given_as
 from specsim.serving.capacity import Capacity, throughput_table
 from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import checked_deployment
 
 __all__ = ["CompareAnswer", "compare_answer"]
 
@@ -186,6 +187,7 @@ def compare_answer(
     >>> frame[["batch", "gamma", "tokens_per_s_plain", "tokens_per_s_spec"]].round(0).values.tolist()
     [[1.0, 4.0, 162.0, 282.0], [64.0, 3.0, 6643.0, 11408.0]]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.answers.acceptance import acceptance_label, checked_label
     from specsim.core.limits import MAX_GAMMA, check_int
     from specsim.serving.steady import check_limits, engine_limits

@@ -31,6 +31,7 @@ from specsim.core.limits import (
 from specsim.core.names import given_as
 from specsim.core.workloads import mean_context_tokens
 from specsim.serving.steady import EngineLimits, SteadyState, check_limits, engine_limits, load_label, served_state
+from specsim.speculation.search import checked_deployment
 
 __all__ = [
     "DEFAULT_INPUT_TOKENS",
@@ -582,6 +583,7 @@ def load_answer(
     >>> [(r["load"], r["gamma"], round(r["throughput_ratio"], 3)) for r in at.rows]
     [('concurrency 1', 4, 1.705), ('concurrency 64', 3, 1.305)]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.answers.acceptance import checked_label
     from specsim.answers.verdict import judged_at
     from specsim.speculation.search import search_bound

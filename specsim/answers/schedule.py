@@ -24,6 +24,7 @@ from specsim.serving.capacity import Capacity
 from specsim.speculation.acceptance import acceptance_rates
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.schedule import DEFAULT_MAX_BATCH, DEFAULT_MIN_GAIN, DEFAULT_SCHEDULE_RTOL, merge_ranges
+from specsim.speculation.search import checked_deployment
 
 __all__ = ["ScheduleAnswer", "fold_on_the_line", "schedule_answer"]
 
@@ -550,6 +551,7 @@ def schedule_answer(
     >>> [(r.batches, r.gamma) for r in answer.ranges]
     [('1-125', 3), ('126-256', 2)]
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.answers.acceptance import checked_label
     from specsim.answers.verdict import judged_at, model_error, verdict
     from specsim.speculation.schedule import gamma_schedule, load_schedule, tree_schedule

@@ -12,6 +12,7 @@ from specsim.core.words import counted
 from specsim.serving.runs import deepest_gamma
 from specsim.serving.simulator import DEFAULT_RUNS, requests_for, serve_compare_runs, summarize_runs
 from specsim.speculation.deployment import Deployment
+from specsim.speculation.search import checked_deployment
 
 __all__ = ["ServeSimAnswer", "SimLoad", "serve_sim", "sim_load"]
 
@@ -190,6 +191,7 @@ def sim_load(
     >>> len(load.request_sets), len(load.request_sets[0])
     (2, 20)
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.core.limits import MAX_BATCH, MAX_SEED, MAX_SIMULATED_REQUESTS, check_int
 
     seed = check_int("seed", seed, 0, MAX_SEED)
@@ -259,6 +261,7 @@ def serve_sim(
     >>> answer
     ServeSimAnswer(Deployment(llama-3.1-8b + llama-3.2-1b on h100-sxm, roofline step times, engine none), 4 users, 1 run of 20 requests; off: TPOT p50 6.20 ms, on: TPOT p50 3.83 ms)
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     from specsim.core.limits import check_real
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX
     from specsim.serving.steady import check_limits, engine_limits

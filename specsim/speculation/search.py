@@ -46,7 +46,13 @@ from specsim.speculation.acceptance import (
     expected_tokens_per_position,
     tokens_per_round,
 )
-from specsim.speculation.deployment import Deployment, RoundOutcome, speedup_from_round, speedup_from_times, speedup_of
+from specsim.speculation.deployment import (
+    Deployment,
+    RoundOutcome,
+    speedup_from_round,
+    speedup_from_times,
+    speedup_of,
+)
 from specsim.timing.base import check_pass
 
 __all__ = [
@@ -55,6 +61,7 @@ __all__ = [
     "LAST_MEASURED",
     "NOT_WEIGHED",
     "OptimalGamma",
+    "checked_deployment",
     "PEAK_MARGIN",
     "alpha_from_acceptance_length",
     "argmax_gamma",
@@ -358,6 +365,7 @@ def optimal_gamma(
     >>> best.gamma.tolist(), np.round(best.speedup, 3).tolist()
     ([4, 2], [1.897, 1.594])
     """
+    dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     acceptance = checked_acceptance(acceptance)
     check_pass(batch, 1, context)  # named here: a NaN context was 'gamma_max ... got -9223372036854775808'
     L = np.asarray(context, dtype=float)
@@ -415,3 +423,21 @@ def speculation_peak(
     best = optimal_gamma(dep, alpha, b, context, gamma_max)
     i = best.peak
     return int(b[i]), int(best.gamma[i]), float(best.speedup[i])
+
+
+def checked_deployment(value: object, name: str = "dep") -> Deployment:
+    """``value`` where it is a :class:`Deployment`, else TypeError naming the keyword and what it takes: a name or a
+    profile passed where the answers take a deployment failed deep inside them ("'str' object has no attribute
+    'engine'").
+
+    >>> checked_deployment("h100-sxm")
+    Traceback (most recent call last):
+    ...
+    TypeError: dep is a Deployment (specsim.Deployment.build(hardware, target, draft, ...)), got str 'h100-sxm'
+    """
+    if not isinstance(value, Deployment):
+        raise TypeError(
+            f"{name} is a Deployment (specsim.Deployment.build(hardware, target, draft, ...)), got "
+            f"{type(value).__name__} {value!r:.40}"
+        )
+    return value
