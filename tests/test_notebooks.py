@@ -118,6 +118,24 @@ def test_notebook_01s_calls_give_what_the_command_line_gives(tmp_path, capsys):
     assert set(table.timing) == {rows[0]["timing_source"]} and set(table.engine) == {"vllm@latest"}
 
 
+def test_notebook_03s_fit_line_says_whether_a_per_layer_term_was_fitted(capsys):
+    """Its fit line printed "fitted: ... overhead 2.44 ms, per layer 0.0 us" where the fit kept no per-layer term
+    (summary()["per_layer_overhead_fitted"] False: tried, not 5% better on the training points), so the zero read as a
+    fitted value.  Its import and fit cells, run as written: the line names the term only where the fit kept one."""
+    nb = nbformat.read(REPO / "notebooks" / "03-calibration.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    fit = next(source for source in code if "cpu = calibrate(" in source)
+    namespace: dict = {}
+    exec(code[0], namespace)  # the imports
+    exec(fit, namespace)
+    line = capsys.readouterr().out
+    assert line.startswith("fitted: compute_eff")
+    if namespace["summary"]["per_layer_overhead_fitted"]:
+        assert "per layer" in line and "no per-layer term" not in line
+    else:
+        assert "per layer" not in line and "no per-layer term (tried, not kept" in line
+
+
 def test_notebook_04s_prose_says_what_its_cells_compute():
     """Its prose said the TP-2 draft on one GPU (vLLM 0.15's option) paid most, where its cell printed 1.00x at gamma 0
     at every batch (vLLM 0.15 ran a draft model's passes without CUDA graphs), and that verification 'adds little' at
