@@ -1186,6 +1186,20 @@ def test_an_answer_given_a_name_where_a_deployment_belongs_names_the_keyword():
     )
 
 
+def test_build_given_a_calibrations_path_names_the_keyword_and_what_reads_it(eagle3_calibration):
+    """Deployment.build(calibration="cal.yaml") raised AttributeError "'str' object has no attribute 'fixes'" from
+    inside build: a notebook passes the file where the command's --calibration takes one.  It now refuses it by the
+    keyword, in one TypeError that names what reads the file, and the read calibration builds as before."""
+    import specsim
+
+    message = r"^calibration is a calibration read from its file \(specsim.read_calibration\(path\)\), got "
+    for given, got in ((str(eagle3_calibration), "str '/"), (0.5, "float 0.5")):
+        with pytest.raises(TypeError, match=message + re.escape(got)):
+            specsim.Deployment.build(calibration=given)
+    dep = specsim.Deployment.build(calibration=specsim.read_calibration(eagle3_calibration))
+    assert dep.engine.calibration and dep.engine.calibration in repr(dep)
+
+
 def test_a_notebooks_echo_of_a_deployment_names_the_engine_release_it_was_built_for():
     """Deployment.build(..., engine="vllm@0.26.0") echoed "engine vllm@0.14": the preset's key, not the release asked
     for, which its identity() (engine 'vllm@0.26.0') and every --json name; the echo now names both, as the engine's

@@ -50,6 +50,7 @@ __all__ = [
     "MAX_WORKERS",
     "MAX_YAML_DEPTH",
     "check_int",
+    "as_calibration",
     "as_name_or_path",
     "check_real",
     "is_real",
@@ -183,6 +184,24 @@ def whole_batches(batches: Any) -> np.ndarray:
     [1.0, 8.0]
     """
     return np.array(whole_numbers("batch", batches, 1, MAX_BATCH, "batches"), dtype=float)
+
+
+def as_calibration(value: Any) -> Any:
+    """``value`` where it is a calibration read from its file (what ``Deployment.build(calibration=)`` takes), else
+    TypeError naming the keyword: a file's path there failed inside build ("'str' object has no attribute 'fixes'").
+    (Duck-typed on ``fixes``: this floor does not import the calibration's.)
+
+    >>> as_calibration("/tmp/calibration.yaml")
+    Traceback (most recent call last):
+    ...
+    TypeError: calibration is a calibration read from its file (specsim.read_calibration(path)), got str '/tmp/calibration.yaml'
+    """
+    if not callable(getattr(value, "fixes", None)):
+        raise TypeError(
+            "calibration is a calibration read from its file (specsim.read_calibration(path)), got "
+            f"{type(value).__name__} {value!r:.60}"
+        )
+    return value
 
 
 def as_name_or_path(what: str, value: Any, takes: str) -> str:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.core.defaults import DEFAULT_CONTEXT_TOKENS, DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
+from specsim.core.limits import MAX_CONTEXT, as_calibration, check_int
 from specsim.core.names import draft_option, given_as
 from specsim.core.words import ends, points
 from specsim.describe.hardware import (
@@ -575,7 +576,7 @@ class Deployment:
         t_opts, d_opts = model_options(target_options, "target_options"), model_options(draft_options, "draft_options")
         given = {"hardware": hardware, "target": target, "draft": draft, "timing": timing, "engine": engine}
         if calibration is not None:
-            fixed = calibration.fixes(hardware, target, timing, engine, engine_overhead_ms, t_opts)
+            fixed = as_calibration(calibration).fixes(hardware, target, timing, engine, engine_overhead_ms, t_opts)
             hardware, target, timing, engine = fixed["hardware"], fixed["target"], fixed["timing"], fixed["engine"]
             t_opts = fixed["target_options"] | t_opts | {"tp": fixed["tp"]}
             if not decode_only and draft is None:
@@ -741,8 +742,6 @@ class Deployment:
     def require_within_positions(self, tokens: int, give: str = "") -> None:
         """Refuse a context of ``tokens`` past what the target or the draft was built for (:meth:`past_positions`);
         ``give`` closes the line with what to give instead; ``tokens`` must be a whole number (NaN is named)."""
-        from specsim.core.limits import MAX_CONTEXT, check_int
-
         check_int("context", tokens, 0, MAX_CONTEXT)
         model = self.past_positions(tokens)
         if model is not None:
