@@ -1198,6 +1198,13 @@ def test_build_given_a_calibrations_path_names_the_keyword_and_what_reads_it(eag
             specsim.Deployment.build(calibration=given)
     dep = specsim.Deployment.build(calibration=specsim.read_calibration(eagle3_calibration))
     assert dep.engine.calibration and dep.engine.calibration in repr(dep)
+    # read_calibration(cal), a read calibration read again, raised pathlib's "expected str, bytes or os.PathLike
+    # object, not Calibration"
+    read_already = (
+        "path is a calibration file's path (a str or a Path), got Calibration: a calibration read already goes"
+    )
+    with pytest.raises(TypeError, match="^" + re.escape(read_already)):
+        specsim.read_calibration(specsim.read_calibration(eagle3_calibration))
 
 
 def test_a_notebooks_echo_of_a_deployment_names_the_engine_release_it_was_built_for():

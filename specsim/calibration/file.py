@@ -532,6 +532,11 @@ def read_calibration(path: str | Path) -> Calibration:
     from specsim.describe.hardware import profile_from_mapping
     from specsim.engines import TERMS
 
+    if not isinstance(path, (str, Path)):  # pathlib's own words name neither the keyword nor what it takes
+        raise TypeError(
+            f"path is a calibration file's path (a str or a Path), got {type(path).__name__}"
+            + (": a calibration read already goes to Deployment.build(calibration=)" if hasattr(path, "fixes") else "")
+        )
     p = Path(path)
     if not p.is_file():
         from specsim.core.limits import not_a_file
