@@ -2245,3 +2245,23 @@ def test_a_window_the_model_holds_no_request_of_says_no_room_not_a_speedup(dep, 
     # with the engine's own share it has room: judged as before, with its speedup
     (j,) = Judge(dep, EngineLimits(256, 8192)).judge([window], spread=[0.001])
     assert j.verdict != "no room" and math.isfinite(j.speedup)
+
+
+def test_a_judge_refuses_what_watch_gamma_max_refuses_and_names_a_bad_deployment_or_limits():
+    """Judge(dep, limits, gamma_max) read 0, -1 and 2.5 as 1, 1 and 2 and "8" as 8 (``max(int(top), 1)``), where watch
+    --gamma-max refuses all four; Judge("h100-sxm", ...) raised AttributeError "'str' object has no attribute
+    'engine'" and Judge(dep, None) "'NoneType' object has no attribute 'max_batched_tokens'".  Each is now refused by
+    its keyword."""
+    from specsim.serving.steady import EngineLimits
+    from specsim.speculation.deployment import Deployment
+    from specsim.watch.judge import Judge
+
+    dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="vllm@0.20.0")
+    for given in (0, -1, 2.5, "8"):
+        with pytest.raises(ValueError, match=re.escape(f"gamma_max must be an integer in [1, 64], got {given!r}")):
+            Judge(dep, EngineLimits(), given)
+    with pytest.raises(TypeError, match="^dep is a Deployment"):
+        Judge("h100-sxm", EngineLimits())
+    with pytest.raises(TypeError, match="^limits is an EngineLimits"):
+        Judge(dep, None)
+    assert Judge(dep, EngineLimits(), 5).gamma_max == 5

@@ -226,8 +226,15 @@ class Judge:
 
     def __init__(self, dep, limits, gamma_max: int = DEFAULT_GAMMA_MAX, memory_utilization: float | None = None):
         from specsim.answers.verdict import model_error
+        from specsim.core.limits import MAX_GAMMA, check_int
         from specsim.serving.capacity import free_kv_bytes, no_room_at
+        from specsim.serving.steady import EngineLimits
+        from specsim.speculation.search import checked_deployment
 
+        # each named as given, in the range --gamma-max takes: 0, -1 and 2.5 were read as 1, 1 and 2 (max(int(top), 1))
+        dep, gamma_max = checked_deployment(dep), check_int("gamma_max", gamma_max, 1, MAX_GAMMA)
+        if not isinstance(limits, EngineLimits):
+            raise TypeError(f"limits is an EngineLimits (specsim.serving.steady), got {type(limits).__name__}")
         # An engine whose weights leave no KV cache in its share cannot be the one serving the page: refused, as every
         # answer at a load refuses it, rather than judged as an engine with one request running.
         # The same for the drafter beside it (at one draft token: the least it holds), since the page speculates.
