@@ -404,3 +404,18 @@ def test_a_preset_name_is_one_release_to_the_answers_the_writers_and_the_json(sp
     if preset.name == "vllm":
         dep = Deployment.build("h100-sxm", "llama-3.1-8b", "eagle3", timing="roofline", engine=spec)
         assert dep.identity()["engine_release"] == release  # --json's deployment
+
+
+def test_get_engine_refuses_none_and_numbers_rather_than_reading_their_text():
+    """get_engine(None) returned the 'none' preset (str(None) lower-cased), an engine that adds no time, where
+    Deployment.build(engine=None) takes vllm: a notebook's None was read as 'no engine'; get_engine(3) named an
+    engine '3'.  Each is now a TypeError naming what an engine is."""
+    from specsim.engines import get_engine
+
+    with pytest.raises(
+        TypeError, match=r"^an engine is a name \(vllm, sglang, trtllm, none, .* got NoneType: None is not"
+    ):
+        get_engine(None)
+    with pytest.raises(TypeError, match="or an EnginePreset, got int$"):
+        get_engine(3)
+    assert get_engine("none").key == "none" and get_engine(" VLLM@0.11 ").key == "vllm@0.10"

@@ -102,7 +102,17 @@ def get_engine(spec: str | EnginePreset) -> EnginePreset:
     """
     if isinstance(spec, EnginePreset):
         return spec
-    text = str(spec).strip().lower()
+    if not isinstance(spec, str):  # str(None) is "none", the engine that adds no time: a caller's None meant another
+        raise TypeError(
+            f"an engine is a name ({', '.join(ENGINE_NAMES)}, optionally with @version) or an EnginePreset, got "
+            f"{type(spec).__name__}"
+            + (
+                f": None is not 'none' (no engine time); left out, an answer takes {DEFAULT_ENGINE}"
+                if spec is None
+                else ""
+            )
+        )
+    text = spec.strip().lower()
     return dataclasses.replace(_resolve(spec, text), named=text)
 
 
