@@ -1207,6 +1207,20 @@ def test_build_given_a_calibrations_path_names_the_keyword_and_what_reads_it(eag
         specsim.read_calibration(specsim.read_calibration(eagle3_calibration))
 
 
+def test_deployment_capacity_names_max_context_where_it_is_the_one_out_of_range():
+    """deployment_capacity(dep, 1128, 10**7, None) said "context must be an integer in [0, 4194304], got 10000000":
+    the value was max_context's, the name context's (the positions' check reads the tokens reserved as a context)."""
+    from specsim.answers import deployment_capacity
+
+    dep = deployment()
+    for given in (10**7, 2.5, "8192"):
+        with pytest.raises(
+            ValueError, match=re.escape(f"max_context must be an integer in [0, 4194304], got {given!r}")
+        ):
+            deployment_capacity(dep, 1128, given, None)
+    assert deployment_capacity(dep, 1128, 8192, None).context_tokens == 8192
+
+
 def test_a_notebooks_echo_of_a_deployment_names_the_engine_release_it_was_built_for():
     """Deployment.build(..., engine="vllm@0.26.0") echoed "engine vllm@0.14": the preset's key, not the release asked
     for, which its identity() (engine 'vllm@0.26.0') and every --json name; the echo now names both, as the engine's

@@ -385,6 +385,8 @@ def deployment_capacity(
     """
     dep = checked_deployment(dep)  # a name or a profile is refused by the keyword's name
     check_int("context", context, 0, MAX_CONTEXT)  # NaN, a fraction: named before any arithmetic
+    if max_context is not None:  # by its own name: the positions' check below names the tokens reserved "context"
+        check_int(given_as("max_context"), max_context, 0, MAX_CONTEXT)
     tokens = reserved_context(context, max_context)
     names = given_as("context") + ("" if max_context is None else f" and {given_as('max_context')}")
     dep.require_within_positions(tokens, names)
