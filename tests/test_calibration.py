@@ -796,6 +796,34 @@ def test_a_fits_steps_in_an_acceptance_or_the_prefill_efficiency_compose_no_roun
     _assert_times_of_a_fresh_model(dep, model, values, index, points, times)
 
 
+def test_a_fits_residuals_between_settles_take_their_runs_batches_and_kinds_once(dep, monkeypatch):
+    """Every residual of a fit (each Jacobian column too) took its runs' held, own and nudged batches, which of them
+    speculate, their load kinds and their observables again, though those change only where the batches are settled
+    again (about 4% of tests/test_calibration.py's CPU).  Now they are taken once a settle: four more points in the
+    round's host terms nudge no batch again, and their times, predictions and residuals are those of a model that kept
+    nothing."""
+    import specsim.calibration.model as run_model
+
+    model, values, index = _settled_two_loads(dep)
+    calls = []
+    nudged = run_model._nudged
+    monkeypatch.setattr(run_model, "_nudged", lambda batch: calls.append(1) or nudged(batch))
+    points = [
+        dataclasses.replace(values, host=dataclasses.replace(values.host, round_s=values.host.round_s + k * 1e-5))
+        for k in range(5)
+    ]
+    times = [model.times(points[0], index)]
+    first = len(calls)  # the batches nudged at the first point (the steps', and the rounds' passes)
+    times += [model.times(v, index) for v in points[1:]]
+    assert first > 0 and len(calls) == first, (first, len(calls))
+    _assert_times_of_a_fresh_model(dep, model, values, index, points, times)
+    for v in points[::2]:
+        fresh = RunModel(dep, model.runs)
+        fresh.settle(values)
+        np.testing.assert_array_equal(model.residuals(v, index, 0.5), fresh.residuals(v, index, 0.5))
+        np.testing.assert_array_equal(model.predict(v, index), fresh.predict(v, index))
+
+
 def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
     """A fit's steps in the round's host terms (stage 2: every residual and the Jacobian's columns) made an engine preset
     (validated) and a deployment at each point, only for the host work those terms and the engine's hidden share give

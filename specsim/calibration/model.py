@@ -441,11 +441,10 @@ class RunModel:
 
     def _steps_at(self, values: Values, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = self._passes(values)
-        b, own_b = np.maximum(self.batch[index], 1.0), np.maximum(self.batch_own[index], 1.0)
+        b, own_b, up_b, spec = self._layout(index)[:4]
         step = p["decode"][index] + values.iteration_s + values.iteration_seq_s * b
         own = p["decode_own"][index] + values.iteration_s + values.iteration_seq_s * own_b
-        up = p["decode_up"][index] + values.iteration_s + values.iteration_seq_s * _nudged(b)
-        spec = np.flatnonzero(self.steps[index] > 0)
+        up = p["decode_up"][index] + values.iteration_s + values.iteration_seq_s * up_b
         if spec.size:
             dep = self._sharing(values.share)
             for j, w, bb, r in self._rounds(values, index[spec]):
@@ -454,6 +453,25 @@ class RunModel:
                 n = j.size
                 step[spec[j]], own[spec[j]], up[spec[j]] = total[:n], total[n : 2 * n], total[2 * n :]
         return step, own, up
+
+    def _layout(self, index: np.ndarray) -> tuple:
+        """What the settled batches and the runs alone decide of runs ``index``, whatever the values: (held batch, own
+        batch, nudged batch (:func:`_nudged`), which speculate, each load kind's (kind, mask, runs) in :meth:`_times_at`'s
+        order, each observable's mask), read-only, kept until the batches are settled again.  A fit asks for them at
+        every residual, the same ones between settles (made there, they were ~4% of tests/test_calibration.py's CPU)."""
+        key = ("layout", index.tobytes())
+        if key not in self._cache:
+            b = np.maximum(self.batch[index], 1.0)
+            kind = np.where(self.drains[index], "drain", self.load_kind[index])
+            kinds = [
+                (k, m, index[m]) for k in ("concurrency", "drain", "rate", "batch") for m in [kind == k] if m.any()
+            ]
+            seen = {name: self.observable[index] == name for name in OBSERVABLE_KEYS}
+            made = (b, np.maximum(self.batch_own[index], 1.0), _nudged(b), np.flatnonzero(self.steps[index] > 0))
+            for a in (*made, *(x for k in kinds for x in k[1:]), *seen.values()):
+                a.flags.writeable = False
+            self._cache[key] = (*made, kinds, seen)
+        return self._cache[key]
 
     def _sharing(self, share: float | None):
         """The deployment whose engine hides ``share`` of a round's host work (None: the version's own), for the round's
@@ -496,11 +514,7 @@ class RunModel:
         t_pf = p["prefill"][index] / values.prefill_scale
         base = p["base"] + values.iteration_s + values.iteration_seq_s
         batch_base = p["batch_base"][index] + values.iteration_s + values.iteration_seq_s
-        kind = np.where(self.drains[index], "drain", self.load_kind[index])
-        for k, sel in ((k, kind == k) for k in ("concurrency", "drain", "rate", "batch")):
-            if not sel.any():
-                continue
-            i = index[sel]
+        for k, sel, i in self._layout(index)[4]:
             parts = (step[sel], own_at[sel], t_pf[sel], base, batch_base[sel])
             if k in ("concurrency", "drain"):
                 t = self._closed_times(values, i, k, *parts)
@@ -624,8 +638,8 @@ class RunModel:
         terms ended at scale 1, not identified, its runs' TPOT up to 49% off); settling re-centres the line on the
         solution."""
         lam, D, N_e = self.load[i], self.rounds(values.alphas, i), self.in_engine[i]
-        held, own_held = np.maximum(self.batch[i], 1.0), np.maximum(self.batch_own[i], 1.0)
-        slope = (up - step) / (_nudged(held) - held)
+        held, own_held, nudged = self._layout(i)[:3]
+        slope = (up - step) / (nudged - held)
         apart = (batch_base, self.prefilled[i], self.limits.max_batched_tokens) if self.limits.prefill_apart else None
 
         def step_at(b, k=slice(None)):  # the step at b sequences (and at the own batch), linear about the held ones
@@ -729,11 +743,10 @@ class RunModel:
 
     def predict(self, values: Values, index: np.ndarray) -> np.ndarray:
         """Each run's observable (its TPOT, end-to-end latency or output throughput, as recorded) at ``values``."""
-        t = self.times(values, index)
+        t, seen = self.times(values, index), self._layout(index)[5]
         out = np.empty(index.size)
         for name, key in OBSERVABLE_KEYS.items():
-            m = self.observable[index] == name
-            out[m] = t[key][m]
+            out[seen[name]] = t[key][seen[name]]
         return out
 
     def residuals(self, values: Values, index: np.ndarray, ttft_weight: float = 0.0) -> np.ndarray:
@@ -746,11 +759,10 @@ class RunModel:
         request-level simulator with lengths that vary (``tests/test_steady.py``) and not for users in step, and which
         the server's own queue adds to.  Fitted to those waits, the prefill efficiency absorbs their error and carries it
         into every TPOT at load; there the TPOTs, whose prefill share grows with the load, inform it instead."""
-        t = self.times(values, index)
+        t, seen = self.times(values, index), self._layout(index)[5]
         pred = np.empty(index.size)
         for name, key in (OBSERVABLE_KEYS | {"e2e": "e2e_run_s"}).items():
-            m = self.observable[index] == name
-            pred[m] = t[key][m]
+            pred[seen[name]] = t[key][seen[name]]
         res = pred / self.measured[index] - 1.0
         if ttft_weight:
             has = np.isfinite(self.ttft[index]) & self.alone[index]
