@@ -824,6 +824,25 @@ def test_a_fits_residuals_between_settles_take_their_runs_batches_and_kinds_once
         np.testing.assert_array_equal(model.predict(v, index), fresh.predict(v, index))
 
 
+def test_a_residual_keys_its_point_by_its_numbers_bits_not_its_repr(dep, monkeypatch):
+    """The times and steps a fit keeps were keyed by the values' repr, two a residual (the dataclass's repr wrapper and
+    its floats' formatting, ~3% of tests/test_calibration.py's CPU).  Now by the numbers' bits, which tell points apart
+    where their reprs do: -0.0 and 0.0 are two points, a point met again is kept, and every point's times are those of
+    a model that kept nothing."""
+    import specsim.calibration.model as run_model
+
+    model, values, index = _settled_two_loads(dep)
+    formatted = []
+    shown = run_model.Values.__repr__
+    monkeypatch.setattr(run_model.Values, "__repr__", lambda v: formatted.append(1) or shown(v))
+    points = [dataclasses.replace(values, iteration_seq_s=x) for x in (0.0, -0.0, 1e-7)]
+    points.append(dataclasses.replace(values, alphas=(0.73,) * len(model.sweeps)))
+    times = [model.times(v, index) for v in points + points[:1]]
+    assert not formatted, len(formatted)
+    assert len(model._times) == len(points)  # -0.0 apart from 0.0, and the first point met again kept
+    _assert_times_of_a_fresh_model(dep, model, values, index, points + points[:1], times)
+
+
 def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
     """A fit's steps in the round's host terms (stage 2: every residual and the Jacobian's columns) made an engine preset
     (validated) and a deployment at each point, only for the host work those terms and the engine's hidden share give

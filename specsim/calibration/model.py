@@ -27,6 +27,7 @@ its requests (:func:`~specsim.serving.steady.finite_run_wait_s`), a residual fin
 from __future__ import annotations
 
 import dataclasses
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -428,10 +429,9 @@ class RunModel:
         the engine's iteration terms, or a round with its host work composed by the round itself (serial, or hidden as
         the engine version hides it); read-only, cached until the batches are settled again.  They depend on the
         efficiency scale, the iteration terms and the round's host terms and hidden share alone: a fit's steps in an
-        acceptance or the prefill efficiency (the Jacobian's columns) ask for the same ones.  Keyed by repr, as
-        :meth:`times` is."""
-        named = (values.scale, values.iteration_s, values.iteration_seq_s, values.host, values.share)
-        key = ("steps", repr(named), index.tobytes())
+        acceptance or the prefill efficiency (the Jacobian's columns) ask for the same ones.  Keyed by those numbers'
+        bits (:func:`_point`), as :meth:`times` is."""
+        key = ("steps", _point(values, steps=True), index.tobytes())
         if key not in self._cache:
             steps = self._steps_at(values, index)
             for a in steps:
@@ -492,9 +492,9 @@ class RunModel:
     def times(self, values: Values, index: np.ndarray) -> dict:
         """The serving model's times (TPOT, ITL, TTFT, end-to-end, rates) of runs ``index`` at ``values``, the last
         2,048 kept until the batches are settled again (about 7 kB each at 100 runs): a fit asks for the same point
-        again (the shipped plan's calibration for 1,688 of its 5,046 points).  The key is the values' repr, so -0.0 and
-        0.0 are two points; each call gets its own arrays."""
-        key = (repr(values), index.tobytes())
+        again (the shipped plan's calibration for 1,688 of its 5,046 points).  The key is the values' bits (:func:`_point`),
+        so -0.0 and 0.0 are two points; each call gets its own arrays."""
+        key = (_point(values), index.tobytes())
         kept = _kept(self._times, key, lambda: self._times_at(values, index), 2048)
         return {k: v.copy() for k, v in kept.items()}
 
@@ -807,6 +807,23 @@ def _kept_up_said(runs: list) -> str:
         f"model's prompts or steps are slower than its, as where it served prompts in part from its prefix cache"
         f"{PREFIX_CACHE_SAID}, which specsim charges in full unless {given_as('prefix_hit')} gives the share "
         "it served; check the hardware, the engine, the tensor parallelism and the dtypes too"
+    )
+
+
+def _point(values: Values, steps: bool = False) -> tuple:
+    """``values`` as a key for what :meth:`RunModel.times` keeps (with ``steps``, what :meth:`RunModel.steps_s` reads:
+    no prefill efficiency, no acceptance): where every number is a float, their bits (-0.0 and 0.0 two points, as their
+    reprs are); else the repr, which was the key everywhere (its dataclass wrapper and float formatting, two a residual,
+    were ~3% of tests/test_calibration.py's CPU by cProfile; the bits cost a fifth)."""
+    h = values.host
+    numbers = (values.scale, values.iteration_s, values.iteration_seq_s) + (() if steps else (values.prefill_scale,))
+    numbers += (h.round_s, h.step_s, h.seq_s, h.seq_step_s) + (() if values.share is None else (values.share,))
+    numbers += () if steps else values.alphas
+    if type(values) is Values and type(h) is SpecHost and all(type(x) is float for x in numbers):
+        return (steps, values.share is None, struct.pack(f"{len(numbers)}d", *numbers))
+    return (
+        steps,
+        repr((values.scale, values.iteration_s, values.iteration_seq_s, h, values.share)) if steps else repr(values),
     )
 
 
