@@ -607,8 +607,8 @@ def test_sglang_flags_and_adaptive_notes_are_exact():
         "SGLang 0.5.13 takes no step 0 (from 0.5.14): batch 3 on drafts 1 step where specsim has speculation off",
         "SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
         "slot's key can take that slot (adaptive_spec_params.py, _route)",
-        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap or "
-        "multi-layer EAGLE (adaptive_unsupported_reason)",
+        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap, "
+        "multi-layer EAGLE or prefill-decode multiplexing (--enable-pdmux) (adaptive_unsupported_reason)",
     ]
     import dataclasses
 

@@ -306,8 +306,11 @@ def adaptive_config(ranges: list, dep, version: tuple) -> tuple[dict | None, lis
     notes += [
         "SGLang pads the running batch up to its CUDA-graph batch size before it picks a slot, so a batch just below a "
         "slot's key can take that slot (adaptive_spec_params.py, _route)",
-        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap "
-        "or multi-layer EAGLE (adaptive_unsupported_reason)",
+        # adaptive_unsupported_reason: attention DP, multi-layer EAGLE, two-batch overlap and enable_pdmux in every
+        # release read (speculative/adaptive_spec_params.py 0.5.13 L57-76, 0.5.17 L82, 0.5.23 L80-99; 0.5.13-0.5.18,
+        # 0.5.21 and 0.5.23 read); 0.5.23 also when a platform serves the algorithm with its own worker (L66-73).
+        "SGLang turns adaptive steps off, back to the static flags, under attention data parallelism, two-batch overlap, "
+        "multi-layer EAGLE or prefill-decode multiplexing (--enable-pdmux) (adaptive_unsupported_reason)",
     ]
     return config, notes
 
