@@ -305,6 +305,24 @@ def test_a_replayed_histogram_of_generated_tokens_has_its_engines_edges(day, eng
     assert [float(x) for x in le[: len(edges)]] == edges and le[-1] == "+Inf", le
 
 
+@pytest.mark.parametrize("engine", ["sglang@0.5.16", "sglang@0.5.17", "sglang@0.5.23"])
+def test_a_replayed_sglang_page_labels_its_token_and_request_counters_as_its_release_does(day, engine):
+    """SGLang from 0.5.17 labels prompt_tokens_total, generation_tokens_total and num_requests_total with is_streaming
+    (observability/metrics_collector.py 0.5.17 L1482-1489 and L1567-1569, 0.5.23 L1855-1864 and L1940; absent from
+    0.5.13-0.5.16), not spec_verify_calls_total: a replayed page wrote them without it, unlike the engine's."""
+    from specsim.watch.replay import pages
+
+    names, release, _ = metric_names(engine)
+    samples = parse_prometheus(pages(day, names, MODEL, 30.0, start_s=1.7e9, release=release)[3])
+    streaming = {n: "is_streaming" in labels for n, labels, _ in samples}
+    split = release >= (0, 5, 17)
+    assert {n: streaming[n] for n in (names.prompt_tokens, names.generation_tokens, names.requests)} == dict.fromkeys(
+        (names.prompt_tokens, names.generation_tokens, names.requests), split
+    )
+    assert not streaming[names.verify_calls] and not streaming[f"{names.generation_histogram}_bucket"]
+    assert read_samples(samples, names, 1.7e9).counters == _reads(day, "sglang@0.5.23")[1][3].counters
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_windows_give_back_the_simulated_acceptance_in_each_format(day, engine):
     """Two-minute windows (four pages of 30 s) before and after the change: the acceptance length within 2% of

@@ -797,6 +797,7 @@ class MetricNames:
     counter_labels: tuple = ()
     gauge_labels: tuple = ()
     request_labels: tuple = ()  #: the finished-request counter's own (a finish reason)
+    token_labels: tuple = ()  #: the prompt- and generated-token counters' own (SGLang's is_streaming)
     #: Decode iterations the acceptance-length gauge averages over (the engine's logging interval).
     gauge_window: int = 0
     note: str = ""  #: what a reader of these releases should know (said where it changes an answer)

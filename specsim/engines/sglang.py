@@ -169,6 +169,24 @@ _SGLANG_SOURCE = (
     "sglang/srt/metrics/collector.py (0.4.2-0.5.9) and sglang/srt/observability/metrics_collector.py "
     "(0.5.10-0.5.23), read in their wheels"
 )
+#: 0.5.13 and later: verification calls counted as requests finish, the steps in use as a gauge.
+_COUNTED = dict(
+    source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
+    verify_calls="sglang:spec_verify_calls_total",
+    gamma_gauge="sglang:spec_num_steps",
+    # TokenizerMetricsCollector observes it per finished request beside num_requests_total (observability/
+    # metrics_collector.py: 0.5.13 L1497 and L1683, 0.5.23 L1924 and L2150), whenever --enable-metrics is set
+    # (0.5.13 server_args.py L5293-5295: --collect-tokens-histogram deprecated, "now automatically collected");
+    # 0.5.9 created it only with that flag (metrics/collector.py L1116).
+    generation_histogram="sglang:generation_tokens_histogram",
+    generation_edges=_GENERATION_EDGES,
+    note=(
+        "SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
+        "requests) / verification calls, counted as requests finish (one token from the prompt, then one "
+        "per verification plus those accepted)"
+    ),
+    **_SGLANG_NAMES,
+)
 METRIC_NAMES = [
     MetricNames(
         first=(0, 4, 2),
@@ -180,24 +198,17 @@ METRIC_NAMES = [
         ),
         **_SGLANG_NAMES,
     ),
+    MetricNames(first=(0, 5, 13), last=(0, 5, 16), **_COUNTED),
+    # From 0.5.17 the prompt, generated-token and finished-request counters carry is_streaming, the request's own
+    # ("true" or "false"; a replay writes "false"): observability/metrics_collector.py 0.5.17 L1482-1489 and
+    # L1567-1569, 0.5.23 L1855-1864 and L1940; absent in 0.5.13-0.5.16 (every wheel read).  spec_verify_calls_total
+    # and the generation histogram do not carry it.
     MetricNames(
-        first=(0, 5, 13),
+        first=(0, 5, 17),
         last=(0, 5, 23),
-        source=_SGLANG_SOURCE + " (spec_verify_calls_total: sgl-project/sglang#25689)",
-        verify_calls="sglang:spec_verify_calls_total",
-        gamma_gauge="sglang:spec_num_steps",
-        # TokenizerMetricsCollector observes it per finished request beside num_requests_total (observability/
-        # metrics_collector.py: 0.5.13 L1497 and L1683, 0.5.23 L1924 and L2150), whenever --enable-metrics is set
-        # (0.5.13 server_args.py L5293-5295: --collect-tokens-histogram deprecated, "now automatically collected");
-        # 0.5.9 created it only with that flag (metrics/collector.py L1116).
-        generation_histogram="sglang:generation_tokens_histogram",
-        generation_edges=_GENERATION_EDGES,
-        note=(
-            "SGLang counts no drafted or accepted tokens: the acceptance length is (generated tokens - finished "
-            "requests) / verification calls, counted as requests finish (one token from the prompt, then one "
-            "per verification plus those accepted)"
-        ),
-        **_SGLANG_NAMES,
+        request_labels=(("is_streaming", "false"),),
+        token_labels=(("is_streaming", "false"),),
+        **_COUNTED,
     ),
 ]
 

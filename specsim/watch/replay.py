@@ -178,8 +178,9 @@ def _families(
     yield gauge(names.running, state["running"], g)
     yield gauge(names.waiting, state["waiting"], g)
     yield counter(names.requests, "finished", c, dict(names.request_labels))
-    yield counter(names.prompt_tokens, "finished_prompt_tokens" if at_finish else "prompt_tokens", c)
-    yield counter(names.generation_tokens, "finished_output_tokens" if at_finish else "generation_tokens", c)
+    tokens = dict(names.token_labels)
+    yield counter(names.prompt_tokens, "finished_prompt_tokens" if at_finish else "prompt_tokens", c, tokens)
+    yield counter(names.generation_tokens, "finished_output_tokens" if at_finish else "generation_tokens", c, tokens)
     for name, key in (
         (names.drafts, "drafts"),
         (names.draft_tokens, "draft_tokens"),
