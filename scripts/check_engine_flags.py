@@ -93,6 +93,8 @@ SGLANG_FLAGS = [
     # block drafters: the DFlash verify window and the DSpark block (gamma)
     "--speculative-dflash-block-size",
     "--speculative-dspark-block-size",
+    # NGRAM: breadth 1, the chain specsim models (the default 10 drafts a tree)
+    "--speculative-ngram-max-bfs-breadth",
 ]
 #: The drafting methods specsim may write, looked for in every version (a name not here is not reported).
 VLLM_METHODS = ["draft_model", "eagle", "eagle3", "mtp", "ngram", "suffix", "dflash", "dspark"]

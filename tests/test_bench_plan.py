@@ -313,6 +313,26 @@ def test_trtllm_ngram_server_writes_its_lookup_size():
     assert config["decoding_type"] == "NGram" and config["max_matching_ngram_size"] == plan.drafter_type.lookup[1]
 
 
+def test_sglang_ngram_is_written_as_the_chain_specsim_models():
+    """SGLang's NGRAM drafts a tree of breadth up to --speculative-ngram-max-bfs-breadth, 10 unless told (server_args.py
+    0.5.3 L308; arg_groups/fields/spec.py 0.5.23 L256-259; trie.cpp buildRecency): written without it, the plan and the
+    schedule ran a breadth-10 tree of gamma + 1 tokens where specsim models a chain of gamma.  Both now say breadth 1,
+    a flag of every release whose NGRAM they write for (engine_flags.yaml)."""
+    from specsim.engines.sglang import SglangBench, to_sglang
+    from specsim.speculation.schedule import gamma_schedule
+
+    plan = _plan("sglang@0.5.23", "ngram")
+    spec = next(s for s in plan.servers.values() if s.steps is not None)
+    cmd = SglangBench().server(plan, spec)[1]
+    at = cmd.index("--speculative-ngram-max-bfs-breadth")
+    assert cmd[at + 1] == "1" and cmd[cmd.index("--speculative-algorithm") + 1] == "NGRAM"
+    dep = Deployment.build(draft="ngram", engine="sglang")
+    line = to_sglang(gamma_schedule(dep, 0.6, 16, context=128), dep, None)[0].split()
+    assert line[line.index("--speculative-ngram-max-bfs-breadth") + 1] == "1"
+    ngram = {v for v, entry in FLAGS["sglang"].items() if "NGRAM" in entry.get("algorithms", [])}
+    assert ngram and all("--speculative-ngram-max-bfs-breadth" in FLAGS["sglang"][v]["flags"] for v in ngram)
+
+
 def _refusal(call) -> str:
     with pytest.raises(ValueError) as err:
         call()

@@ -335,7 +335,8 @@ class SglangBench(BenchWriter):
     ``--disable-radix-cache``, ``--speculative-algorithm`` EAGLE / EAGLE3 (0.4.5) / NEXTN / STANDALONE (0.5.2) /
     NGRAM (0.5.3), ``--speculative-draft-model-path``, ``--speculative-num-steps``, ``--speculative-eagle-topk``,
     ``--speculative-num-draft-tokens``; DFLASH from 0.5.11 and DSPARK from 0.5.16 take the verify window alone, their
-    steps and top-k forced to 1, DSPARK its block as ``--speculative-dspark-block-size``),
+    steps and top-k forced to 1, DSPARK its block as ``--speculative-dspark-block-size``; NGRAM
+    ``--speculative-ngram-max-bfs-breadth 1``, a chain, its default 10 a tree, 0.5.3-0.5.23),
     ``python/sglang/srt/speculative/eagle_utils.py`` and ``srt/environ.py``
     (simulated acceptance: ``SIMULATE_ACC_LEN`` from 0.4.5, ``SGLANG_SIMULATE_ACC_LEN`` from 0.5.3, the length with
     the bonus token, drawn once per verification for the whole batch; ``SGLANG_SIMULATE_ACC_METHOD`` /

@@ -191,6 +191,15 @@ class NgramDrafter(Drafter):
     lookup: ClassVar[tuple[int, int]] = (2, 4)
 
     @classmethod
+    def sglang_flags(cls, gamma: int) -> list[str]:
+        # SGLang's NGRAM drafts a tree unless told: --speculative-ngram-max-bfs-breadth defaults to 10 (server_args.py
+        # 0.5.3 L308, 0.5.13 L623; arg_groups/fields/spec.py 0.5.23 L256-259), the breadth at each matched node
+        # running from it down to the minimum 1 as the match lengthens (buildRecency, kernels/jit/csrc/ngram_corpus/
+        # trie.cpp 0.5.23 L229-259; "NGRAM defaults to a breadth-10 tree", arg_groups/kv_cache_hook.py 0.5.23 L196).
+        # Breadth 1 drafts the chain of gamma tokens specsim models.
+        return ["--speculative-ngram-max-bfs-breadth", "1"]
+
+    @classmethod
     def published(cls) -> tuple[Acceptance, str]:
         # 993 rounds proposed, 821 tokens came from passes with no proposal: 993 / 1,814 passes drafted.  Scaling the
         # rates by that share charges a no-proposal pass as a round whose first draft was rejected (a little dearer
