@@ -385,6 +385,38 @@ def test_serve_sim(capsys):
     assert printed["gamma_by_batch"] == as_json(answer.meta["gamma_by_batch"])
 
 
+def test_serve_sims_record_is_what_the_command_prints_provenance_included(capsys, tmp_path):
+    """``serve-sim --json`` prints the library's record (ServeSimAnswer.to_dict): the answer exposed only its summaries
+    and meta, and the command built the load, provenance, limits, queue and KV lines itself, so a notebook could not get
+    what it printed.  A Poisson load of a named workload under limits given, and a trace under the engine's own
+    limits, whose clause naming the flags to set is the command's (as optimal-gamma's records say it, above)."""
+    from specsim.answers.serve import serve_sim, sim_load
+    from specsim.serving.limits import engine_limits
+
+    dep = deployment()
+    limited = ["--rate", "4", "--workload", "chat", "--requests", "60", "--runs", "2"]
+    printed = cli(
+        capsys, "serve-sim", *BASE, "--alpha", "0.8", *limited, "--max-num-seqs", "64", "--max-batched-tokens", "4096"
+    )
+    limits = engine_limits(dep.engine, dep.hardware, False, 64, 4096)[0]
+    answer = serve_sim(dep, sim_load(dep, rate=4.0, workload="chat", n=60, runs=2), 0.8, limits=limits)
+    assert printed == as_json(answer.to_dict())
+    assert printed["provenance"][-4].startswith("load: Poisson, 4 requests/s, workload chat")
+    frame = answer.to_frame()  # the two arms' summaries as rows, the sources beside them
+    assert list(frame["arm"]) == ["off", "on"] and frame.attrs["provenance"] == printed["provenance"]
+    assert list(frame["tpot_s.p50"]) == [printed["off"]["tpot_s"]["p50"], printed["on"]["tpot_s"]["p50"]]
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,500,100\n0.1,800,50\n0.3,1200,200\n0.9,2000,120\n")
+    printed = cli(capsys, "serve-sim", *BASE, "--alpha", "0.8", "--trace", str(trace))
+    answer = serve_sim(dep, sim_load(dep, trace=str(trace)), 0.8)
+    own = answer.to_dict()
+    said = " (" + answer.limits_from + "; --max-num-seqs and --max-batched-tokens to set)"
+    assert own["engine_limits"] == answer.limits.label + f" ({answer.limits_from})" and answer.limits_from
+    assert printed == as_json(answer.to_dict(limits_said=said))
+    assert printed["provenance"][-1].endswith("; a trace is replayed once: no interval")
+
+
 def test_serve_sweep(capsys):
     printed = cli(capsys, "serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "60")
 

@@ -33,6 +33,11 @@ class ServeSimAnswer:
     limits: object = None  #: the engine's limits the runs were served under (EngineLimits)
     #: The deepest draft step the acceptance was measured at (a calibration's); a gamma run past it extrapolates it.
     measured_steps: int | None = None
+    label: str = ""  #: what the record calls the acceptance (:func:`serve_sim`'s ``label``)
+    acceptance: object = None  #: the alpha or Acceptance the runs speculated with
+    load: SimLoad | None = None  #: the load the runs are of (its rate, workload, and how its lengths were given)
+    #: Where the engine's limits not given come from (:func:`specsim.serving.limits.engine_limits`; "": all given).
+    limits_from: str = ""
 
     @property
     def meta(self) -> dict:
@@ -111,6 +116,92 @@ class ServeSimAnswer:
             out[name] |= {"limited_by": by, "said": said}
         return out
 
+    def provenance(self, limits_said: str | None = None, csv: str | None = None) -> list[str]:
+        """Where every figure comes from, as ``serve-sim`` prints it: the deployment's sources, then the load (with
+        how its lengths were given), the acceptance and gamma policy, the engine's limits (``limits_said``, the clause
+        after their label: None, :attr:`limits_from` in brackets) with each arm's KV capacity, and the runs (with
+        ``csv``, the file the first run's requests were written to)."""
+        from specsim.serving.simulator import CONFIDENCE
+
+        dep, meta, seeds, load = self.deployment, self.meta, self.seeds, self.load
+        if limits_said is None:
+            limits_said = f" ({self.limits_from})" if self.limits_from else ""
+        requests = self.request_sets[0]
+        span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+        if len(seeds) > 1:
+            interval = (
+                f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
+                "confidence interval (Student t over runs)"
+            )
+        elif load is not None and load.trace:
+            interval = "; a trace is replayed once: no interval"
+        else:
+            interval = f"; no interval: pass {given_as('runs')} 10 for one"
+        return dep.provenance() + [
+            f"load: {self._load_said()}" + ("" if load is None else load.lengths_said),
+            f"acceptance: {self.label}; speculation: {self.gamma_policy}",
+            f"engine limits: {self.limits.label}{limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} "
+            f"tokens without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it ({meta['kv_policy']}; "
+            f"memory: {meta['memory_basis']})" + _window_clause(dep),
+            f"runs: {len(seeds)} of {counted(len(requests), 'request')} ({span})"
+            + interval
+            + ("" if csv is None else f"; {given_as('csv')} holds the run with seed {seeds[0]}"),
+        ]
+
+    def _load_said(self) -> str:
+        """The load as the record names it: the requests' source and the closed loop's users."""
+        requests = self.request_sets[0]
+        return requests.source + _users_said(self.concurrency, len(requests))
+
+    def to_dict(self, limits_said: str | None = None, csv: str | None = None) -> dict:
+        """What ``specsim serve-sim --json`` prints: the load, the acceptance (its label and rates), the gamma policy,
+        the context, what speculation changes (:meth:`changes`), each arm's summary, the seeds, where every figure
+        comes from (:meth:`provenance`, ``limits_said`` and ``csv`` as it takes them; ``deployment``), the gamma per
+        batch, what held the speculating batch back (:meth:`held_back`), the users queued (:meth:`queued`), the
+        engine's limits and each arm's KV capacity in tokens."""
+        from specsim.answers.context import LOAD_CONTEXT
+        from specsim.speculation.acceptance import acceptance_rates
+
+        if limits_said is None:
+            limits_said = f" ({self.limits_from})" if self.limits_from else ""
+        meta, load = self.meta, self.load
+        return {
+            "load": self._load_said(),
+            "rate": None if load is None else load.rate,
+            "concurrency": self.concurrency,
+            "workload": None if load is None else load.workload,
+            "requests_per_run": len(self.request_sets[0]),
+            "acceptance": self.label,
+            "acceptance_rates": acceptance_rates(self.acceptance),
+            "gamma_policy": self.gamma_policy,
+            "context_tokens": int(round(meta["context_hint"])),
+            "context_basis": LOAD_CONTEXT,
+            "changes": self.changes(),
+            "off": self.off,
+            "on": self.on,
+            "seeds": self.seeds,
+            "provenance": self.provenance(limits_said, csv),
+            "deployment": self.deployment.identity(),
+            "gamma_by_batch": meta["gamma_by_batch"],
+            "speculating_batch_held": self.held_back(),
+            "queued": self.queued(),
+            "engine_limits": self.limits.label + limits_said,
+            "kv_capacity_tokens": {
+                "plain": meta["kv_capacity_tokens_plain"],
+                "speculating": meta["kv_capacity_tokens_spec"],
+            },
+        }
+
+    def to_frame(self):
+        """A pandas DataFrame of the two arms' summaries, one row each (``arm`` "off" and "on", nested figures
+        flattened: ``tpot_s.p50``), with what both share (acceptance, engine limits, provenance, deployment, ...)
+        and the deployment's notes in ``attrs`` (:func:`specsim.answers.frames.answer_frame`)."""
+        from specsim.answers.frames import SOURCE_KEYS, answer_frame
+
+        record = self.to_dict()
+        shared = {k: record[k] for k in SOURCE_KEYS if k in record}
+        return answer_frame([{"arm": arm} | record[arm] | shared for arm in ("off", "on")], self.deployment)
+
     def __repr__(self) -> str:  # a notebook's echo: the two arms' medians, not every request (results holds them)
         def p50(arm):
             tpot = arm["tpot_s"]["p50"]
@@ -136,6 +227,26 @@ class ServeSimAnswer:
         }
 
 
+def _users_said(concurrency: int | None, requests: int) -> str:
+    """The load line's users: a closed loop with fewer requests than users is a burst of its requests."""
+    if not concurrency:
+        return ""
+    if requests < concurrency:
+        return f", {counted(concurrency, 'user')} but {counted(requests, 'request')}: a burst of {requests:,}"
+    return f", {counted(concurrency, 'user')}"
+
+
+def _window_clause(dep) -> str:
+    """Serve-sim's KV capacity is in full-attention tokens; say when window layers make a request reserve less."""
+    t = dep.target
+    if not t.n_sliding_layers:
+        return ""
+    return (
+        f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
+        "reserves less than its length (the same KV as specsim capacity)"
+    )
+
+
 @dataclass(frozen=True)
 class SimLoad:
     """The requests of each run of one load, with their seeds, and the closed loop's users (None for an open loop or a
@@ -144,6 +255,11 @@ class SimLoad:
     seeds: list
     request_sets: list
     concurrency: int | None
+    rate: float | None = None  #: the Poisson arrivals' requests per second (None: a closed loop or a trace)
+    #: The workload the requests were drawn from (None: fixed lengths or a trace, which give their own).
+    workload: str | None = None
+    trace: bool = False  #: the requests are a trace's, replayed once
+    lengths_said: str = ""  #: the load's clause on how its lengths were given (:func:`sim_load`'s ``lengths_said``)
 
     @property
     def requests(self) -> int:
@@ -178,13 +294,15 @@ def sim_load(
     lengths: tuple | None = None,
     seed: int = 0,
     runs: int | None = None,
+    lengths_said: str = "",
 ) -> SimLoad:
     """The requests of ``runs`` runs of one load (seeds ``seed``, ``seed + 1``, ...;
     :data:`~specsim.serving.simulator.DEFAULT_RUNS`, or one for a ``trace``, which is replayed once): a Poisson
     ``rate``, a closed loop of ``concurrency`` users or a ``trace`` (:func:`~specsim.serving.simulator.requests_for`,
     which also reads ``workload``, ``n`` and fixed ``lengths``, (prompt, output) tokens); ``rate`` in requests per
     second; ``dep`` the :class:`~specsim.speculation.deployment.Deployment` the requests are checked against; at most
-    :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all.
+    :data:`~specsim.core.limits.MAX_SIMULATED_REQUESTS` requests in all.  ``lengths_said``: how lengths not given
+    were chosen, a clause the record's load line carries (the command line's cited defaults, e.g. a calibration's).
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> load = sim_load(dep, concurrency=4, n=20, runs=2, lengths=(500, 50))
@@ -230,7 +348,11 @@ def sim_load(
                 f"{MAX_SIMULATED_REQUESTS:,} per command: pass fewer runs or requests"
             )
         request_sets.append(requests)
-    return SimLoad(seeds, request_sets, users)
+    from specsim.core.defaults import DEFAULT_WORKLOAD
+
+    drawn = trace is None and lengths is None  # the requests are a workload's: the record names it
+    named = (workload or DEFAULT_WORKLOAD) if drawn else None
+    return SimLoad(seeds, request_sets, users, rate, named, trace is not None, lengths_said)
 
 
 def serve_sim(
@@ -246,6 +368,7 @@ def serve_sim(
     slo_tpot_s: float | None = None,
     executor=None,
     done=None,
+    label: str | None = None,
 ) -> ServeSimAnswer:
     """Each run of ``load`` (:func:`sim_load`) with and without speculation, through ``executor`` where given (any
     ``concurrent.futures`` executor), ``done`` called per finished run; the summaries over the runs, with each figure's
@@ -254,7 +377,9 @@ def serve_sim(
     :class:`~specsim.speculation.acceptance.Acceptance`; ``gamma`` draft tokens a round, or "schedule" for the best
     per batch size (up to ``gamma_max``); ``limits`` the engine's max_num_seqs and token budget
     (:class:`~specsim.serving.steady.EngineLimits`; None: the engine's own on the GPU); ``memory_utilization`` its
-    share of device memory, a fraction (None: its own).
+    share of device memory, a fraction (None: its own); ``label`` what the record calls the acceptance (None: its
+    rates, :meth:`~specsim.speculation.acceptance.Acceptance.brief`).  :meth:`ServeSimAnswer.to_dict` is the record
+    ``specsim serve-sim --json`` prints.
 
     >>> dep = Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", timing="roofline", engine="none")
     >>> answer = serve_sim(dep, sim_load(dep, concurrency=4, n=20, runs=1, lengths=(500, 50)), 0.8, gamma=3)
@@ -269,7 +394,14 @@ def serve_sim(
     for name, slo in (("slo_ttft_s", slo_ttft_s), ("slo_tpot_s", slo_tpot_s)):
         if slo is not None:
             check_real(name, slo, 0.0, float("inf"), above=True)  # any finite time, as --slo-ttft-ms
-    limits = engine_limits(dep.engine, dep.hardware)[0] if limits is None else check_limits(dep.engine, limits)
+    from specsim.answers.acceptance import checked_label
+    from specsim.speculation.acceptance import as_acceptance
+
+    label = checked_label(acceptance, as_acceptance(acceptance).brief() if label is None else label)
+    if limits is None:  # the engine's own on the GPU
+        limits, limits_from = engine_limits(dep.engine, dep.hardware)
+    else:
+        limits, limits_from = check_limits(dep.engine, limits), ""
     results = serve_compare_runs(
         dep,
         load.request_sets,
@@ -288,4 +420,18 @@ def serve_sim(
     off, on = (summarize_runs([r[i].summary(slo_ttft_s, slo_tpot_s) for r in results]) for i in (0, 1))
     off, on = (s | {"past_capacity": past_capacity(s, load.concurrency is not None)} for s in (off, on))
     steps = getattr(acceptance, "measured_steps", None)  # a calibration's acceptance knows the steps it was measured at
-    return ServeSimAnswer(dep, load.seeds, load.request_sets, results, load.concurrency, off, on, limits, steps)
+    return ServeSimAnswer(
+        dep,
+        load.seeds,
+        load.request_sets,
+        results,
+        load.concurrency,
+        off,
+        on,
+        limits,
+        steps,
+        label,
+        acceptance,
+        load,
+        limits_from,
+    )

@@ -58,17 +58,6 @@ def _acceptance_question(args: argparse.Namespace) -> tuple[int, str]:
     return acceptance_question(args.workload, _lengths(args))
 
 
-def _window_clause(dep) -> str:
-    """Serve-sim's KV capacity is in full-attention tokens; say when window layers make a request reserve less."""
-    t = dep.target
-    if not t.n_sliding_layers:
-        return ""
-    return (
-        f"; {t.n_sliding_layers} of {t.n_layers} layers keep at most {t.sliding_window:,} tokens, so a request "
-        "reserves less than its length (the same KV as specsim capacity)"
-    )
-
-
 #: Requests simulated in all (both arms of every run) from which serve-sim spreads its runs over the cores: fewer finish
 #: in about a second, less than starting the workers costs.
 PARALLEL_FROM_REQUESTS = 2000
@@ -133,7 +122,6 @@ def _sweep_executor(args: argparse.Namespace):
 def run_serve_sim(args: argparse.Namespace) -> int:
     from specsim.answers.serve import serve_sim, sim_load
     from specsim.core.files import check_output
-    from specsim.serving.simulator import CONFIDENCE
 
     if args.csv:
         check_output(args.csv, (".csv",), "--csv")
@@ -148,9 +136,9 @@ def run_serve_sim(args: argparse.Namespace) -> int:
         lengths=_lengths(args),
         seed=args.seed,
         runs=args.runs,
+        lengths_said=_lengths_said(args),
     )
-    seeds, concurrency = load.seeds, load.concurrency
-    with _runner(args, len(seeds), load.requests) as (executor, done):
+    with _runner(args, len(load.seeds), load.requests) as (executor, done):
         answer = serve_sim(
             dep,
             load,
@@ -163,69 +151,20 @@ def run_serve_sim(args: argparse.Namespace) -> int:
             slo_tpot_s=slo[1],
             executor=executor,
             done=done,
+            label=acc_label,
         )
     requests, (plain, spec, meta) = load.request_sets[0], answer.results[0]
-    summaries = [answer.off, answer.on]
     if args.csv:
         _write_requests(args.csv, requests, plain, spec)
-    span = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
-    provenance = dep.provenance() + [
-        f"load: {requests.source}" + _users_said(concurrency, len(requests)) + _lengths_said(args),
-        f"acceptance: {acc_label}; speculation: {answer.gamma_policy}",
-        f"engine limits: {limits.label}{args.limits_said}; KV capacity {meta['kv_capacity_tokens_plain']:,.0f} tokens "
-        f"without the draft, {meta['kv_capacity_tokens_spec']:,.0f} with it ({meta['kv_policy']}; "
-        f"memory: {meta['memory_basis']})" + _window_clause(dep),
-        f"runs: {len(seeds)} of {counted(len(requests), 'request')} ({span})"
-        + (
-            f"; each figure is the mean over the runs ± the half-width of its {CONFIDENCE:.0%} "
-            "confidence interval (Student t over runs)"
-            if len(seeds) > 1
-            else "; a trace is replayed once: no interval"
-            if args.trace is not None
-            else "; no interval: pass --runs 10 for one"
-        )
-        + (f"; --csv holds the run with seed {seeds[0]}" if args.csv else ""),
-    ]
-    held, queued = answer.held_back(), answer.queued()
-    if args.json:
-        from specsim.answers.context import LOAD_CONTEXT
-        from specsim.core.defaults import DEFAULT_WORKLOAD
-
-        by_workload = args.trace is None and _lengths(args) is None
-        print_json(
-            {
-                "load": requests.source + _users_said(concurrency, len(requests)),
-                "rate": args.rate,
-                "concurrency": concurrency,
-                "workload": (args.workload or DEFAULT_WORKLOAD) if by_workload else None,  # --workload's type names it
-                "requests_per_run": len(requests),
-                "acceptance": acc_label,
-                "acceptance_rates": acceptance_rates(acc),
-                "gamma_policy": answer.gamma_policy,
-                "context_tokens": int(round(meta["context_hint"])),
-                "context_basis": LOAD_CONTEXT,
-                "changes": answer.changes(),
-                "off": summaries[0],
-                "on": summaries[1],
-                "seeds": seeds,
-                "provenance": provenance,
-                "deployment": dep.identity(),
-                "gamma_by_batch": meta["gamma_by_batch"],
-                "speculating_batch_held": held,
-                "queued": queued,
-                "engine_limits": limits.label + args.limits_said,
-                "kv_capacity_tokens": {
-                    "plain": meta["kv_capacity_tokens_plain"],
-                    "speculating": meta["kv_capacity_tokens_spec"],
-                },
-            }
-        )
+    if args.json:  # the record is the library's (ServeSimAnswer.to_dict): a notebook gets what this prints
+        print_json(answer.to_dict(args.limits_said, args.csv))
     else:
         print(describe(dep, int(round(meta["context_hint"]))))
-        for line in provenance[len(dep.provenance()) :]:
+        for line in answer.provenance(args.limits_said, args.csv)[len(dep.provenance()) :]:
             print(line)
         print()
-        _print_summaries(*summaries, answer.changes())
+        _print_summaries(answer.off, answer.on, answer.changes())
+        queued, held = answer.queued(), answer.held_back()
         off, on = queued["off"], queued["on"]
         if off is not None and on is not None and off["said"] == on["said"]:
             print(f"queue: {off['said']}, speculation off and on")
@@ -235,7 +174,7 @@ def run_serve_sim(args: argparse.Namespace) -> int:
                     print(f"queue, speculation {arm}: {q['said']}")
         if held is not None:
             print(held)
-        print(_served_against_offered(args, summaries, len(requests)))
+        print(_served_against_offered(args, [answer.off, answer.on], len(requests)))
     for arm, r in (("speculation off", plain), ("speculation on", spec)):
         for note in r.notes:
             print(f"note: {arm}: {note}", file=sys.stderr)
@@ -471,15 +410,6 @@ def _print_summaries(off: dict, on: dict, changes: dict) -> None:
         f"\nspeculation changes TPOT p50 by {change:+.1%} and throughput by {changes['output_tokens_per_s']:+.1%} at "
         "this load"
     )
-
-
-def _users_said(concurrency: int | None, requests: int) -> str:
-    """The load line's users: a closed loop with fewer requests than users is a burst of its requests."""
-    if not concurrency:
-        return ""
-    if requests < concurrency:
-        return f", {counted(concurrency, 'user')} but {counted(requests, 'request')}: a burst of {requests:,}"
-    return f", {counted(concurrency, 'user')}"
 
 
 def _same_requests(args: argparse.Namespace) -> str:
