@@ -429,6 +429,34 @@ def test_serve_sweep(capsys):
     assert printed["findings"] == as_json(sweep_findings(frame))
 
 
+def test_serve_sweeps_record_is_what_the_command_prints(capsys):
+    """``serve-sweep --json`` prints the library's record (ServeSweepAnswer.to_dict): the command built it, and its
+    gamma policy's words, itself from serve_sweep's bare frame.  Closed loops of fixed lengths under limits given, at
+    a fixed gamma (its policy's words), and Poisson rates of a named workload under the engine's own limits (the
+    command's clause naming the flags to set, as serve-sim's above)."""
+    from specsim.answers.sweep import serve_sweep_answer
+    from specsim.serving.limits import engine_limits
+
+    dep = deployment()
+    argv = ["--concurrency", "1,8", "--requests", "30", "--input-len", "700", "--output-len", "100", "--runs", "2"]
+    limited = ["--max-num-seqs", "64", "--max-batched-tokens", "4096", "--gamma", "3"]
+    printed = cli(capsys, "serve-sweep", *BASE, "--alpha", "0.8", *argv, *limited)
+    limits = engine_limits(dep.engine, dep.hardware, False, 64, 4096)[0]
+    kw = {"n": 30, "lengths": (700, 100), "runs": 2, "gamma": 3, "limits": limits}
+    answer = serve_sweep_answer(dep, 0.8, concurrencies=[1, 8], **kw)
+    assert printed == as_json(answer.to_dict())
+    assert printed["gamma_policy"] == "gamma 3" and printed["requests"] == "every request 700 in, 100 out"
+
+    printed = cli(
+        capsys, "serve-sweep", *BASE, "--alpha", "0.8", "--rates", "1,6", "--requests", "40", "--workload", "code"
+    )
+    answer = serve_sweep_answer(dep, 0.8, rates=[1.0, 6.0], n=40, workload="code")
+    said = " (" + answer.limits_from + "; --max-num-seqs and --max-batched-tokens to set)"
+    assert answer.to_dict()["engine_limits"] == answer.limits.label + f" ({answer.limits_from})" and answer.limits_from
+    assert printed == as_json(answer.to_dict(limits_said=said))
+    assert printed["gamma_policy"].startswith("per-batch optimal gamma (0..")
+
+
 # -- the article, acceptance, what specsim holds --------------------------------------------------------------------
 def test_toy(capsys):
     printed = cli(capsys, "toy", "exactness", "--seed", "1")

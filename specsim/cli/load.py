@@ -22,7 +22,6 @@ from specsim.cli.flags import (
 from specsim.cli.report import describe, ms, print_json, print_notes, table
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_RATE_PER_S, MAX_WORKERS
 from specsim.core.words import counted
-from specsim.speculation.acceptance import acceptance_rates
 
 __all__ = ["run_serve_sim", "run_serve_sweep"]
 
@@ -488,40 +487,11 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
     return "\n".join(lines)
 
 
-def _gamma_policy(dep, acc, gamma, gamma_max: int, frame) -> str:
-    """serve_compare's words for a sweep's policy (serve-sim prints them): a fixed gamma, or the per-batch schedule over
-    the range the search tries (a block's or a per-position acceptance's end), each load at its own mean context; a
-    gamma past the steps a calibration's acceptance was measured at said as extrapolated, as serve-sim says it
-    (:attr:`specsim.answers.serve.ServeSimAnswer.gamma_policy`): the fixed gamma, or the schedule's deepest at each load
-    of ``frame`` (its ``gamma_ran``, :func:`specsim.serving.simulator.deepest_gamma`) that drafts past them."""
-    from specsim.answers.load import past_measured
-
-    steps = getattr(acc, "measured_steps", None)
-    if gamma != "schedule":
-        return f"gamma {gamma}" + past_measured(int(gamma), steps)
-    from specsim.serving.simulator import sweep_load
-    from specsim.speculation.acceptance import as_acceptance
-    from specsim.speculation.search import searched_gamma_max
-
-    said = f"per-batch optimal gamma (0..{searched_gamma_max(dep, as_acceptance(acc), gamma_max)}) at each load's mean context"
-    load, unit, _ = sweep_load(frame)
-    past: dict = {}  # gamma -> the loads whose runs ran it as their deepest, past the steps measured
-    for value, ran in zip(frame[load], frame["gamma_ran"]):
-        if past_measured(int(ran), steps):
-            past.setdefault(int(ran), []).append(f"{value:g}")
-    if not past:
-        return said
-    loads = ", ".join(
-        f"gamma {g} at {', '.join(v)} {'user' if v == ['1'] and unit == 'users' else unit}"
-        for g, v in sorted(past.items())
-    )
-    return f"{said}; {loads}{past_measured(max(past), steps)}"
-
-
 def run_serve_sweep(args: argparse.Namespace) -> int:
+    from specsim.answers.sweep import serve_sweep_answer
     from specsim.core.files import check_output
     from specsim.core.workloads import get_workload
-    from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, serve_sweep, sweep_findings, sweep_load
+    from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, sweep_load
 
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
@@ -556,26 +526,28 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
         _sweep_executor(args) as executor,
         progress_bar(f"serve-sweep {plural}", "run", total=len(loads) * args.runs, quiet=args.json) as done,
     ):
-        frame = serve_sweep(
+        answer = serve_sweep_answer(
             dep,
-            args.rates,
-            workload,
-            n,
             acc,
-            gamma,
-            limits,
-            args.seed,
-            *slo,
-            args.gamma_max,
-            executor=executor,
-            runs=args.runs,
-            done=done,
-            lengths=lengths,
+            rates=args.rates,
             concurrencies=args.concurrency,
+            workload=args.workload,
+            n=n,
+            lengths=lengths,
+            gamma=gamma,
+            gamma_max=args.gamma_max,
+            limits=limits,
+            seed=args.seed,
+            runs=args.runs,
+            slo_ttft_s=slo[0],
+            slo_tpot_s=slo[1],
+            executor=executor,
+            done=done,
+            label=acc_label,
+            requests=what,
         )
-    findings = sweep_findings(frame)
+    frame, findings, policy = answer.frame, answer.findings(), answer.gamma_policy
     load, unit, _ = sweep_load(frame)
-    policy = _gamma_policy(dep, acc, gamma, args.gamma_max, frame)
     if args.plot:
         from specsim.figures.plots import save_serve_sweep
         from specsim.speculation.acceptance import as_acceptance
@@ -591,28 +563,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             + f", {accepted}",
             slo_tpot_ms=args.slo_tpot_ms,
         )
-    if args.json:
-        print_json(
-            {
-                plural: frame.to_dict(orient="records"),
-                "findings": findings,
-                "acceptance": acc_label,
-                "acceptance_rates": acceptance_rates(acc),
-                "gamma_policy": policy,
-                "workload": None if lengths is not None else workload.name,
-                "lengths": None if lengths is None else {"input_len": lengths[0], "output_len": lengths[1]},
-                "requests": what,
-                "requests_per_run": n,
-                "runs": args.runs,
-                "seeds": list(range(args.seed, args.seed + args.runs)),
-                # the SLOs the attainment columns and the findings' largest loads are judged by (None: not given)
-                "slo": {"ttft_s": slo[0], "tpot_s": slo[1], "attainment": DEFAULT_SLO_ATTAINMENT},
-                "engine_limits": limits.label + args.limits_said,  # serve-sim's words: they bound every row
-                "provenance": dep.provenance(),
-                "deployment": dep.identity(),
-                "plot": args.plot,
-            }
-        )
+    if args.json:  # the record is the library's (ServeSweepAnswer.to_dict)
+        print_json(answer.to_dict(args.limits_said, args.plot))
         print_notes(dep)
         return 0
     print(describe(dep, 0).replace("; context 0 tokens", ""))
