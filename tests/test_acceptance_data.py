@@ -114,8 +114,8 @@ def test_ngram_reads_its_rows_and_refuses_where_none_is_published():
 def test_without_a_question_the_default_and_its_label_are_todays():
     acc, label = Eagle3Head.default_acceptance()
     assert label == (
-        "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191; pass --alpha, --acceptance "
-        "or --metrics for yours)"
+        "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191; pass alpha, acceptance "
+        "or metrics for yours)"  # resolve_acceptance's keywords; the command's line names its flags
     )
     assert acc == Eagle3Head.published()[0]
 

@@ -848,10 +848,12 @@ def test_commands_default_to_the_published_acceptance_of_the_drafter_and_say_so(
     import argparse
 
     from specsim.cli.args import resolve_acceptance
+    from specsim.core.names import as_flags
     from specsim.speculation.drafters import published_acceptance
 
     args = argparse.Namespace(draft=draft, alpha=None, acceptance=None, metrics=None, metrics_gamma=None)
-    acc, label = resolve_acceptance(args)
+    with as_flags():  # as main runs a command: its label names the flags
+        acc, label = resolve_acceptance(args)
     published, citation = published_acceptance()[kind]
     assert (
         acc == published and published.source in label and "pass --alpha, --acceptance or --metrics for yours" in label
@@ -957,7 +959,7 @@ def test_the_published_citations_and_default_labels_are_printed_exactly():
         ),
     }
     assert pub["ngram"][0].cumulative == (0.4434, 0.4051, 0.3832, 0.3722, 0.3613)
-    tail = "; pass --alpha, --acceptance or --metrics for yours)"
+    tail = "; pass alpha, acceptance or metrics for yours)"  # resolve_acceptance's keywords (the command: its flags)
     assert (
         default_acceptance("eagle3")[1]
         == "alpha 0.744 (the published default for an EAGLE-3 head: vLLM issue #26191" + tail
@@ -1051,7 +1053,7 @@ def test_a_per_position_default_is_labelled_with_its_rates(monkeypatch):
     )
     assert MtpHead.default_acceptance()[1].startswith(
         "acceptance 0.8, 0.6 (the published default for an MTP layer: "
-        "two depths; pass --alpha, --acceptance or --metrics for yours)"
+        "two depths; pass alpha, acceptance or metrics for yours)"
     )
 
 

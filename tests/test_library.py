@@ -107,10 +107,12 @@ def test_optimal_gamma(capsys):
     from specsim.answers.acceptance import resolve_acceptance
     from specsim.answers.tree import tree_answer
     from specsim.core.defaults import DEFAULT_BATCHES, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX
+    from specsim.core.names import as_flags
     from specsim.speculation.acceptance import parse_tree
 
     dep = deployment()
-    acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)  # the published default
+    with as_flags():  # the published default, labelled as the command's line labels it: pass --alpha, ... for yours
+        acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)
     cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
     # The command says where a --context it was not given comes from; a library caller's context is its own.
@@ -119,7 +121,8 @@ def test_optimal_gamma(capsys):
     assert printed == as_json(answer.rows)
 
     dep = deployment("eagle3")
-    acc, label = resolve_acceptance(dep, context=DEFAULT_CONTEXT_TOKENS)
+    with as_flags():
+        acc, label = resolve_acceptance(dep, context=DEFAULT_CONTEXT_TOKENS)
     cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     bounds = parse_tree("topk:2,depth:3,tokens:6")
     batches = list(DEFAULT_BATCHES)
@@ -156,7 +159,7 @@ def test_optimal_gamma_at_a_load_and_with_a_calibration(capsys, tmp_path):
     assert lengths.description.endswith("[output_tokens 256 (default: the article's completion)]")
     with as_flags():
         lengths = request_lengths(500, None)
-    acc, label = resolve_acceptance(dep, context=lengths.context_tokens)
+        acc, label = resolve_acceptance(dep, context=lengths.context_tokens)  # (pass --alpha, ... for yours)
     answer = load_answer(
         dep,
         acc,
@@ -2167,6 +2170,40 @@ def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and command_says in err, err
     assert not any(tmp_path.iterdir())  # nothing written half-way
+
+
+def _texts(**build) -> str:
+    """Every line a notebook reads of the deployment Deployment.build(**build) makes: its notes and its provenance."""
+    dep = _lib("specsim.Deployment").build(**({"hardware": "h100-sxm", "timing": "roofline"} | build))
+    return "\n".join(dep.notes() + dep.provenance())
+
+
+_OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "roofline", "--batch", "1"]
+
+
+@pytest.mark.parametrize(
+    ("text", "argv", "library_says", "command_says"),
+    [
+        (
+            lambda: _lib("specsim.resolve_acceptance")(_lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b"))[1],
+            [*_OPTIMAL_GAMMA, "--target", "llama-3.1-8b", "--draft", "eagle3"],
+            "; pass alpha, acceptance or metrics for yours)",
+            "; pass --alpha, --acceptance or --metrics for yours)",
+        ),
+    ],
+)
+def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
+    text, argv, library_says, command_says, capsys
+):
+    """Errors named the keyword to a Python caller (the test above); notes and labels still named the command's flags:
+    resolve_acceptance(dep)[1] ended 'pass --alpha, --acceptance or --metrics for yours', arguments resolve_acceptance
+    takes as alpha, acceptance and metrics.  Each now names what its reader can give (specsim.core.names), and the
+    command's line is as it was."""
+    said = text()
+    assert library_says in said and command_says not in said, said
+    assert main(argv) == 0
+    printed = capsys.readouterr()
+    assert command_says in printed.out + printed.err
 
 
 def test_the_bare_search_says_it_did_not_check_memory_where_the_answer_refuses(capsys):

@@ -41,6 +41,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.speculation.acceptance import Acceptance, alpha_from_acceptance_length
 
 __all__ = [
@@ -393,7 +394,7 @@ def resolve(cls, target=None, workload: str | None = None, context: int | None =
     >>> resolve(Eagle3Head, get_model("llama-3.1-8b"), "math", 1128).fell_back
     True
     """
-    tail = "pass --alpha, --acceptance or --metrics for yours"
+    tail = f"pass {given_as('alpha')}, {given_as('acceptance')} or {given_as('metrics')} for yours"  # their keywords
     if target is None and workload is None and context is None:
         acc, _ = cls.fallback_acceptance()
         return Resolved(
