@@ -307,8 +307,8 @@ def test_model_assumptions_name_precision_experts_skew_and_parallelism():
         "where it has them"
     ]
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
-    assert skew[0].endswith("; skewed routing set by --moe-effective-experts")
-    assert not model_assumptions(H100, [get_model("qwen3-30b-a3b")])[0].endswith("--moe-effective-experts")
+    assert skew[0].endswith("; skewed routing set by target_options['routing_effective_experts']")  # (the flag: below)
+    assert not model_assumptions(H100, [get_model("qwen3-30b-a3b")])[0].endswith("routing_effective_experts']")
     tp = model_assumptions(H100, [get_model("llama-3.3-70b", tp=4)])
     assert tp == [
         "tensor parallelism: per-GPU shards; 2 all-reduces per layer and a logits all-gather over 450 GB/s per "
@@ -449,14 +449,22 @@ def test_model_assumption_lines_are_exact():
     moe = model_assumptions(H100, [get_model("qwen3-30b-a3b")])
     assert moe == [
         "experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing "
-        "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps)"
+        "(independent routing: the bound; target_options['routing_correlation'] 0.2 applies the fit to public MoE "
+        "sweeps)"
     ]
     rho = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_correlation=0.2)])
     assert rho[0].startswith(
         moe[0].split(" (independent")[0] + "; a sequence's tokens route alike with correlation 0.2"
     )
     skew = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
-    assert skew == [moe[0] + "; skewed routing set by --moe-effective-experts"]
+    assert skew == [moe[0] + "; skewed routing set by target_options['routing_effective_experts']"]
+    with as_flags():  # the command's line names Deployment.build's target_options by their flags
+        flagged = model_assumptions(H100, [get_model("qwen3-30b-a3b", routing_effective_experts=64)])
+    assert flagged == [
+        "experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform routing "
+        "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps); "
+        "skewed routing set by --moe-effective-experts"
+    ]
 
 
 def test_the_draft_tp_refusal_is_exact():
@@ -609,7 +617,8 @@ def test_the_one_line_brief_names_the_engine_its_overlap_and_each_assumption(tar
     )
     t = get_model(name, **options)
     drafter = make_drafter(draft, t) if draft else None
-    brief = Deployment(H100, t, drafter, RooflineSource(H100), get_engine(engine)).brief()
+    with as_flags():  # the header a command prints: its flags and its -v
+        brief = Deployment(H100, t, drafter, RooflineSource(H100), get_engine(engine)).brief()
     assert brief == f"step times: roofline ({RooflineSource(H100).brief()})" + expected
 
 

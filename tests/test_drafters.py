@@ -617,7 +617,7 @@ def test_drafters_describe_themselves_with_their_basis():
     assert (
         make_drafter("ngram", target, ngram_cpu_s_per_token=2e-9)
         .describe()
-        .endswith("2 ns of CPU per cached token per round (set by --ngram-cpu-ns)")
+        .endswith("2 ns of CPU per cached token per round (set by ngram_cpu_s_per_token)")
     )
     moe = make_drafter("eagle", get_model("qwen3-30b-a3b"))
     assert moe.basis == "derived from the target's shape: a dense layer of its attention and dense MLP sizes"

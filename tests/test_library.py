@@ -2178,6 +2178,11 @@ def _texts(**build) -> str:
     return "\n".join(dep.notes() + dep.provenance())
 
 
+#: A large MoE target whose step the kernel database composes on an H200 under SGLang: its step times default to
+#: the kernels, and its plain step's measured shortfall is noted (docs/reports/2026-12-04-large-moe-plain-step.md).
+_DSV3_TP8 = {"hardware": "h200", "target": "deepseek-v3", "draft": "mtp", "engine": "sglang", "timing": None}
+_DSV3_TP8 |= {"target_options": {"tp": 8}}
+
 _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "roofline", "--batch", "1"]
 
 
@@ -2190,6 +2195,60 @@ _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "
             "; pass alpha, acceptance or metrics for yours)",
             "; pass --alpha, --acceptance or --metrics for yours)",
         ),
+        (
+            lambda: _texts(target="llama-3.1-8b", draft="eagle3", engine="vllm@0.24.0"),
+            [*_OPTIMAL_GAMMA, "--target", "llama-3.1-8b", "--draft", "eagle3", "--engine", "vllm@0.24.0"],
+            "(the host work grows with each; overlap off to see it at yours)",
+            "(the host work grows with each; --engine-overlap off to see it at yours)",
+        ),
+        (
+            lambda: _texts(
+                target="llama-3.1-8b", draft="llama-3.2-1b", engine="sglang", target_options={"kv_dtype": "fp8"}
+            ),
+            [*_OPTIMAL_GAMMA, "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b", "--engine", "sglang", "--kv-dtype"]
+            + ["fp8", "--alpha", "0.8"],
+            "; draft_options['kv_dtype'] prices another, which this engine cannot serve",
+            "; --draft-kv-dtype prices another, which this engine cannot serve",
+        ),
+        (
+            lambda: _texts(target="llama-3.1-8b", draft="ngram", ngram_cpu_s_per_token=1e-7),
+            [
+                *_OPTIMAL_GAMMA,
+                "--target",
+                "llama-3.1-8b",
+                "--draft",
+                "ngram",
+                "--ngram-cpu-ns",
+                "100",
+                "--alpha",
+                "0.5",
+            ],
+            "100 ns of CPU per cached token per round (set by ngram_cpu_s_per_token)",
+            "100 ns of CPU per cached token per round (set by --ngram-cpu-ns)",
+        ),
+        (
+            lambda: _texts(target="qwen3-30b-a3b", draft="eagle3", target_options={"routing_effective_experts": 16}),
+            [*_OPTIMAL_GAMMA, "--target", "qwen3-30b-a3b", "--draft", "eagle3", "--moe-effective-experts", "16"]
+            + ["--alpha", "0.8"],
+            "(independent routing: the bound; target_options['routing_correlation'] 0.2 applies the fit to public MoE "
+            "sweeps); skewed routing set by target_options['routing_effective_experts']",
+            "(independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public MoE sweeps); "
+            "skewed routing set by --moe-effective-experts",
+        ),
+        (
+            lambda: _texts(**_DSV3_TP8),
+            ["optimal-gamma", "-v", "--hardware", "h200", "--target", "deepseek-v3", "--tp", "8", "--draft", "mtp"]
+            + ["--engine", "sglang", "--alpha", "0.8", "--batch", "1"],
+            "table 4b); timing hybrid for the other",
+            "table 4b); --timing hybrid for the other",
+        ),
+        (
+            lambda: _texts(**(_DSV3_TP8 | {"timing": "hybrid"})),
+            ["optimal-gamma", "-v", "--hardware", "h200", "--target", "deepseek-v3", "--tp", "8", "--draft", "mtp"]
+            + ["--engine", "sglang", "--timing", "hybrid", "--alpha", "0.8", "--batch", "1"],
+            " runs); with timing kernels, ",
+            " runs); with --timing kernels, ",
+        ),
     ],
 )
 def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
@@ -2197,8 +2256,10 @@ def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
 ):
     """Errors named the keyword to a Python caller (the test above); notes and labels still named the command's flags:
     resolve_acceptance(dep)[1] ended 'pass --alpha, --acceptance or --metrics for yours', arguments resolve_acceptance
-    takes as alpha, acceptance and metrics.  Each now names what its reader can give (specsim.core.names), and the
-    command's line is as it was."""
+    takes as alpha, acceptance and metrics; a deployment's notes and provenance said '--engine-overlap off',
+    '--draft-kv-dtype', '--ngram-cpu-ns', '--moe-routing-correlation' and '--moe-effective-experts' to a caller of
+    Deployment.build.  Each now names what its reader can give (specsim.core.names), and the command's line is as it
+    was."""
     said = text()
     assert library_says in said and command_says not in said, said
     assert main(argv) == 0

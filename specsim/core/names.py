@@ -14,12 +14,15 @@ __all__ = ["FLAGS", "as_flags", "draft_option", "given_as", "keyword_and_flag", 
 
 #: The keyword arguments whose flag is not the keyword with dashes: a load's request lengths, as ``vllm bench serve``'s
 #: ``--random-input-len`` and ``--random-output-len`` name them, the n-gram scan's cost, which the flag gives in ns, and
-#: the engine's share of memory (every command's ``--memory-util``, specsim.cli.flags).
+#: the engine's share of memory (every command's ``--memory-util``, specsim.cli.flags), and the target's MoE routing
+#: options, ``Deployment.build``'s ``target_options`` (specsim.cli.args.model_options).
 FLAGS = {
     "input_tokens": "--input-len",
     "output_tokens": "--output-len",
     "ngram_cpu_s_per_token": "--ngram-cpu-ns",
     "memory_utilization": "--memory-util",
+    "target_options['routing_effective_experts']": "--moe-effective-experts",
+    "target_options['routing_correlation']": "--moe-routing-correlation",
 }
 
 _AS_FLAGS = contextvars.ContextVar("specsim_as_flags", default=False)

@@ -1052,7 +1052,7 @@ class Deployment:
             tags.append(
                 "experts read as uniformly routed"
                 if not any(m.routing_effective_experts for m in models)
-                else "experts read under --moe-effective-experts"
+                else "experts read under " + given_as("target_options['routing_effective_experts']")
             )
             if any(m.routing_correlation for m in models):
                 tags.append(f"a sequence's tokens route alike (rho {max(m.routing_correlation for m in models):g})")
@@ -1121,9 +1121,9 @@ class Deployment:
             ]
         return [
             f"{t.name}: {rows} engines took a median {low:.0%} longer per token than specsim's plain step at 1-8 users "
-            f"({lo:.0%} to {hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); with --timing "
-            f"kernels, {k_low:.0%} ({k_lo:.0%} to {k_hi:.0%} by model) at 1-8 users where the kernel database composes "
-            f"the target; the missing time is not modelled, and how much of it {why}"
+            f"({lo:.0%} to {hi:.0%} by model, {n_low} runs) and {every:.0%} at 1-256 ({n_all} runs); with "
+            f"{given_as('timing')} kernels, {k_low:.0%} ({k_lo:.0%} to {k_hi:.0%} by model) at 1-8 users where the "
+            f"kernel database composes the target; the missing time is not modelled, and how much of it {why}"
         ]
 
     def _draft_cache_said(self) -> list[str]:
@@ -1138,7 +1138,8 @@ class Deployment:
         if rule is None:
             return []
         return [
-            f"{d.name}: KV {kv}, the target's: {rule}; --draft-kv-dtype prices another, which this engine cannot serve"
+            f"{d.name}: KV {kv}, the target's: {rule}; {draft_option('kv_dtype')} prices another, which this engine "
+            "cannot serve"
         ]
 
     def _int4_estimated(self) -> list[str]:
@@ -1193,5 +1194,6 @@ class Deployment:
             f"assumed: {self.engine.label} hides all of a round's host work behind the GPU for {self.drafter.label} (no "
             f"public measurement gives the share); without that a round of {steps} draft step{'s' if steps > 1 else ''} "
             f"at batch 1 takes {waited / hidden - 1:.0%} longer, and its speedup lower by that factor, a round of more "
-            "steps more (the host work grows with each; --engine-overlap off to see it at yours)"
+            f"steps more (the host work grows with each; {given_as('overlap', '--engine-overlap')} off to see it at "
+            "yours)"
         ]

@@ -200,7 +200,7 @@ def default_source(hardware: HardwareProfile, model, kernel_engine: str = BACKEN
         f"step times: kernels, the default for a MoE target of {LARGE_MOE_ACTIVE / 1e9:.0f}B or more active parameters "
         f"at tensor parallelism whose step the kernel database composes (on {rows} public plain runs of such targets, "
         f"mean absolute TPOT error {default:.1%} this way against {hybrid:.1%} with the hybrid source throughout: "
-        "benchmarks/validate_steptimes.py, table 4b); --timing hybrid for the other"
+        f"benchmarks/validate_steptimes.py, table 4b); {given_as('timing')} hybrid for the other"
     )
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from specsim.core.names import given_as
 from specsim.describe.hardware import (
     DEQUANT_TILE_TOKENS,
     FP8_MATMUL_SPEEDUP,
@@ -35,21 +36,19 @@ def model_assumptions(hardware: HardwareProfile, models) -> list[str]:
         )
     if any(m.is_moe for m in models):
         rho = max(m.routing_correlation for m in models)
+        # as its caller gave each: the target_options key to Python, the flag on the command line (core.names)
+        correlation = given_as("target_options['routing_correlation']")
+        experts = given_as("target_options['routing_effective_experts']")
         lines.append(
             "experts: a pass reads the distinct experts its tokens route to, E(1-(1-k/E)^tokens) under uniform "
             "routing"
             + (
-                f"; a sequence's tokens route alike with correlation {rho:g} (--moe-routing-correlation; the "
+                f"; a sequence's tokens route alike with correlation {rho:g} ({correlation}; the "
                 "fit to public MoE sweeps is 0.2, docs/reports/2026-12-01-routing-default.md)"
                 if rho
-                else " (independent routing: the bound; --moe-routing-correlation 0.2 applies the fit to public "
-                "MoE sweeps)"
+                else f" (independent routing: the bound; {correlation} 0.2 applies the fit to public MoE sweeps)"
             )
-            + (
-                "; skewed routing set by --moe-effective-experts"
-                if any(m.routing_effective_experts for m in models)
-                else ""
-            )
+            + (f"; skewed routing set by {experts}" if any(m.routing_effective_experts for m in models) else "")
         )
     tps = sorted({m.tp for m in models if m.tp > 1})
     if tps:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from specsim.core.files import file_digest
+from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
 from specsim.timing._grid import interp_grid
@@ -140,7 +141,8 @@ class MeasuredSource:
         if key not in self._grids:
             raise ValueError(
                 f"{self.path.name} has no measurements of {model.name} ({model.n_layers} layers, hidden {model.hidden_size}, "
-                f"{model.weight_dtype}); it has {', '.join(self.models())}: measure this model too, or use --timing roofline|kernels"
+                f"{model.weight_dtype}); it has {', '.join(self.models())}: measure this model too, or use "
+                f"{given_as('timing')} roofline|kernels"
             )
         roof = step_time(self.hardware, model, batch, tokens_per_seq, context, prompt)
         axes, grid = self._grids[key]

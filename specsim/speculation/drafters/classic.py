@@ -265,4 +265,4 @@ class NgramDrafter(Drafter):
             raise ValueError(no_network_said("ngram"))
         if cpu_s_per_token is None:
             return cls("n-gram", None, "vLLM PR #56732: 9.95 ms per step for 66.3M tokens with 8 threads")
-        return cls("n-gram", None, "set by --ngram-cpu-ns", cpu_s_per_token)
+        return cls("n-gram", None, f"set by {given_as('ngram_cpu_s_per_token')}", cpu_s_per_token)
