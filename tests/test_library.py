@@ -2249,6 +2249,18 @@ _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "
             " runs); with timing kernels, ",
             " runs); with --timing kernels, ",
         ),
+        (
+            lambda: _lib("specsim.gamma_answer")(deployment(), 0.8, "alpha 0.8", [1], 1128, 0).off_reason,
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--gamma-max", "0", "--batch", "1"],
+            "speculation was not weighed (gamma_max 1 or more to weigh it)",
+            "speculation was not weighed (--gamma-max 1 or more to weigh it)",
+        ),
+        (
+            lambda: _lib("specsim.gamma_answer")(deployment(), 1.0, "alpha 1", [1], 1128, 4).rows[0]["gamma_bound"],
+            ["optimal-gamma", *BASE, "--alpha", "1", "--gamma-max", "4", "--batch", "1"],
+            "at gamma_max; raise it",
+            "(at --gamma-max; raise it)",
+        ),
     ],
 )
 def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(

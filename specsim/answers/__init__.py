@@ -49,9 +49,9 @@ from specsim.serving.capacity import (
 from specsim.speculation.acceptance import acceptance_rates, tokens_per_round
 from specsim.speculation.deployment import Deployment
 from specsim.speculation.search import (
-    NOT_WEIGHED,
     OptimalGamma,
     checked_deployment,
+    not_weighed,
     optimal_gamma,
     search_bound,
     speedup_from_cost_ratio,
@@ -155,7 +155,7 @@ class GammaAnswer(Framed):
     @property
     def off_reason(self) -> str:
         if self.best.gamma_max == 0:  # nothing searched: no reason from the numbers
-            return f"{NOT_WEIGHED}."
+            return f"{not_weighed()}."
         return why_off(self.rows, self.first_round)
 
     @property

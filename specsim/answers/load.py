@@ -356,9 +356,9 @@ class LoadAnswer(Framed):
             return f"gamma {self.fixed_gamma}" + self._fewer_held(i, j, named=False)
         if i == 0:
             if np.shape(s.gamma)[0] < 2:  # gamma_max 0: no speculating gamma was searched, none weighed against plain
-                from specsim.speculation.search import NOT_WEIGHED
+                from specsim.speculation.search import not_weighed
 
-                return f"speculation off: {NOT_WEIGHED}"
+                return f"speculation off: {not_weighed()}"
             if self.speculation_has_no_room:
                 return "do not speculate (no room for the drafter)"
             return "do not speculate" + self._held_back(j)

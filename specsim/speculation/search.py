@@ -65,6 +65,7 @@ __all__ = [
     "PEAK_MARGIN",
     "alpha_from_acceptance_length",
     "argmax_gamma",
+    "not_weighed",
     "expected_tokens",
     "expected_tokens_per_position",
     "optimal_gamma",
@@ -86,7 +87,7 @@ __all__ = [
 PEAK_MARGIN = 0.01
 #: Why speculation is off where gamma_max is 0: no speculating gamma was searched, so no number says it does not pay
 #: (the batch view's reason and the load view's recommendation say it alike).
-NOT_WEIGHED = "gamma_max 0 searches no gamma: speculation was not weighed (--gamma-max 1 or more to weigh it)"
+NOT_WEIGHED = "gamma_max 0 searches no gamma: speculation was not weighed ({} 1 or more to weigh it)"
 #: Trees x batch sizes one tree search scores (a float64 each: 160 MB at the limit, seconds of work).
 MAX_TREE_EVALUATIONS = 20_000_000
 
@@ -308,12 +309,12 @@ def searched_gamma_max(dep: Deployment, acceptance: object, gamma_max: int, cont
 
 
 #: The bounds :func:`search_bound` names: a block drafter's block, the acceptance's last measured position, the
-#: target's last positions at the context, --gamma-max.
+#: target's last positions at the context, the search's gamma_max (``{}``: as its caller gave it, :func:`not_weighed`).
 DRAFTERS_MOST, LAST_MEASURED, LAST_POSITIONS, AT_GAMMA_MAX = (
     "the drafter's most",
     "at the last measured position",
     "at the target's last positions",
-    "at --gamma-max; raise it",
+    "at {}; raise it",
 )
 
 
@@ -326,7 +327,7 @@ def search_bound(dep: Deployment, acceptance: object, gamma_max: int, context: o
     >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), Acceptance(cumulative=(0.9, 0.8)), 2)
     'at the last measured position'
     >>> search_bound(Deployment.build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b"), 0.8, 2)
-    'at --gamma-max; raise it'
+    'at gamma_max; raise it'
     """
     top = searched_gamma_max(dep, acceptance, gamma_max, context)
     if dep.drafter is not None and dep.drafter.max_steps == top:
@@ -336,7 +337,17 @@ def search_bound(dep: Deployment, acceptance: object, gamma_max: int, context: o
     room = None if context is None else dep.drafts_room(np.max(context))
     if room is not None and room == top:
         return LAST_POSITIONS
-    return AT_GAMMA_MAX
+    return AT_GAMMA_MAX.format(given_as("gamma_max"))
+
+
+def not_weighed() -> str:
+    """Why speculation is off where gamma_max is 0 (:data:`NOT_WEIGHED`), naming gamma_max as its caller gave it: the
+    keyword to Python, ``--gamma-max`` on the command line (specsim.core.names).
+
+    >>> not_weighed()
+    'gamma_max 0 searches no gamma: speculation was not weighed (gamma_max 1 or more to weigh it)'
+    """
+    return NOT_WEIGHED.format(given_as("gamma_max"))
 
 
 def optimal_gamma(

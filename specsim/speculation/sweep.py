@@ -227,7 +227,7 @@ def optimal_gamma_table(
     ([4, 2], [None, None])
     >>> optimal_gamma_table(alpha=0.8, batch=1, pairs=("article-8b", "article-1b"), gamma_max=2,
     ...    timing="roofline", engine="none").gamma_bound.tolist()
-    ['at --gamma-max; raise it']
+    ['at gamma_max; raise it']
     """
     frames, deps = [], list(deployments(hardware, pairs, timing, engine))
     for dep in deps:
