@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from specsim.cli.main import main
+from specsim.core.names import as_flags
 from specsim.describe.hardware import load_hardware
 from specsim.describe.models import _CATALOG, catalog_entry, get_model, model_from_hf_config
 from specsim.engines import PRESETS
@@ -378,7 +379,10 @@ def test_the_scratch_is_sized_for_the_gamma_the_question_uses_and_says_where_it_
         cap = capacity(dep, 8192, draft_tokens=gamma)
         assert cap.scratch_bytes_per_seq == pytest.approx(gamma * per_state) and cap.scratch_draft_tokens == gamma
     assert capacity(dep, 8192, draft_tokens=3).max_batch_with_draft > capacity(dep, 8192).max_batch_with_draft
-    assert "--gamma" in capacity(dep, 8192).scratch_basis  # the default names how to change it
+    # the default names how to change it: the library's keyword (capacity_at's gamma), the command's --gamma
+    assert capacity(dep, 8192).scratch_basis.endswith("; gamma to size another")
+    with as_flags():
+        assert capacity(dep, 8192).scratch_basis.endswith("; --gamma to size another")
     block = Deployment.build("h200", "qwen3.5-27b", "dflash")
     assert capacity(block, 8192).scratch_draft_tokens == block.drafter.max_steps == 15
     assert (

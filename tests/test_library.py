@@ -290,6 +290,8 @@ def test_capacity(capsys):
     dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
     record = capacity_record(dep, 1128, gamma=3)
     assert hybrid.pop("context_basis") == "the reference article's 1,000 in, 256 out" and record.pop("context_basis")
+    # the scratch's gamma as each caller gave it: the command's --gamma, capacity_record's keyword
+    assert (hybrid.pop("scratch_basis"), record.pop("scratch_basis")) == ("--gamma", "gamma")
     assert hybrid == as_json(record, notes=False)
 
 
@@ -2183,6 +2185,9 @@ def _texts(**build) -> str:
 _DSV3_TP8 = {"hardware": "h200", "target": "deepseek-v3", "draft": "mtp", "engine": "sglang", "timing": None}
 _DSV3_TP8 |= {"target_options": {"tp": 8}}
 
+#: A hybrid target, whose speculative scratch its capacity sizes for a gamma (specsim.serving.capacity).
+_HYBRID = {"hardware": "h200", "target": "qwen3.5-27b", "draft": "eagle3"}
+
 _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "roofline", "--batch", "1"]
 
 
@@ -2261,6 +2266,24 @@ _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "
             "at gamma_max; raise it",
             "(at --gamma-max; raise it)",
         ),
+        (
+            lambda: (
+                _lib("specsim.answers.capacity_at")(_lib("specsim.Deployment").build(**_HYBRID), 1128).scratch_basis
+            ),
+            ["capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3"],
+            "(no engine defaults one); gamma to size another",
+            "(no engine defaults one); --gamma to size another",
+        ),
+        (
+            lambda: "gamma = 3 ({}; ".format(
+                _lib("specsim.answers.capacity_at")(
+                    _lib("specsim.Deployment").build(**_HYBRID), 1128, gamma=3
+                ).scratch_basis
+            ),
+            ["capacity", "--hardware", "h200", "--target", "qwen3.5-27b", "--draft", "eagle3", "--gamma", "3"],
+            "gamma = 3 (gamma; ",
+            "gamma = 3 (--gamma; ",
+        ),
     ],
 )
 def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
@@ -2270,7 +2293,8 @@ def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
     resolve_acceptance(dep)[1] ended 'pass --alpha, --acceptance or --metrics for yours', arguments resolve_acceptance
     takes as alpha, acceptance and metrics; a deployment's notes and provenance said '--engine-overlap off',
     '--draft-kv-dtype', '--ngram-cpu-ns', '--moe-routing-correlation' and '--moe-effective-experts' to a caller of
-    Deployment.build.  Each now names what its reader can give (specsim.core.names), and the command's line is as it
+    Deployment.build; gamma_answer's off_reason and gamma_bound '--gamma-max', capacity_at's scratch_basis '--gamma'.
+    Each now names what its reader can give (specsim.core.names), and the command's line is as it
     was."""
     said = text()
     assert library_says in said and command_says not in said, said

@@ -337,7 +337,7 @@ class ScheduleAnswer:
                 reserved_context(int(L), None),
                 cap.memory_utilization,
                 cap.scratch_draft_tokens or None,
-                cap.scratch_basis or "--gamma",
+                cap.scratch_basis or None,
                 max_batched_tokens=cap.max_batched_tokens,
                 max_num_seqs=cap.max_num_seqs,
             ).max_batch_with_draft

@@ -251,12 +251,13 @@ def default_scratch_tokens(dep: Deployment) -> tuple[int, str]:
     """
     steps = None if dep.drafter is None else dep.drafter.max_steps
     if steps is not None and steps <= DEFAULT_SCRATCH_DRAFT_TOKENS * 4:
-        return int(
-            steps
-        ), f"the most {dep.drafter.label} drafts a round, its num_speculative_tokens; --gamma to size another"
+        return (
+            int(steps),
+            f"the most {dep.drafter.label} drafts a round, its num_speculative_tokens; {given_as('gamma')} to size another",
+        )
     return DEFAULT_SCRATCH_DRAFT_TOKENS, (
         "specsim's default num_speculative_tokens, the largest gamma of its serving "
-        "schedules (no engine defaults one); --gamma to size another"
+        f"schedules (no engine defaults one); {given_as('gamma')} to size another"
     )
 
 
@@ -437,13 +438,13 @@ def capacity(
     context: int = DEFAULT_CONTEXT_TOKENS,
     memory_utilization: float | None = None,
     draft_tokens: int | None = None,
-    draft_tokens_basis: str = "--gamma",
+    draft_tokens_basis: str | None = None,
     max_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
 ) -> Capacity:
     """Memory budget of ``dep`` with every sequence holding ``context`` tokens (a hybrid target's speculative scratch
-    sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from;
-    default :func:`default_scratch_tokens`), the engine's share of memory :func:`memory_share`'s at its limits
+    sized for ``draft_tokens``, the engine's num_speculative_tokens, ``draft_tokens_basis`` saying where it comes from,
+    None: the caller's gamma; default :func:`default_scratch_tokens`), the engine's share of memory :func:`memory_share`'s at its limits
     ``max_batched_tokens`` and ``max_num_seqs`` (None: its defaults).
 
     Examples
@@ -463,7 +464,10 @@ def capacity(
     if isinstance(context, bool) or int(context) != context or context < 1:
         raise ValueError(f"context must be an integer >= 1 token for a capacity estimate, got {context!r}")
     scratch = dep.target.is_hybrid and dep.drafter is not None
-    tokens, basis = default_scratch_tokens(dep) if draft_tokens is None else (int(draft_tokens), draft_tokens_basis)
+    if draft_tokens is None:
+        tokens, basis = default_scratch_tokens(dep)
+    else:  # a count given without its basis is the caller's gamma: capacity_at's keyword, the command's --gamma
+        tokens, basis = int(draft_tokens), draft_tokens_basis or given_as("gamma")
     return Capacity(
         memory_bytes=dep.hardware.memory_bytes,
         usable_bytes=share.plain * dep.hardware.memory_bytes,
