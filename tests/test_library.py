@@ -2284,6 +2284,12 @@ _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "
             "gamma = 3 (gamma; ",
             "gamma = 3 (--gamma; ",
         ),
+        (
+            lambda: _lib("specsim.gamma_answer")(deployment(), 0.8, "alpha 0.8", [1], 1128).model_error.said(),
+            ["optimal-gamma", *BASE, "--alpha", "0.8", "--batch", "1"],
+            " (rtol picks the gamma; this judges its gain)",
+            " (--rtol picks the gamma; this judges its gain)",
+        ),
     ],
 )
 def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
@@ -2293,7 +2299,7 @@ def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
     resolve_acceptance(dep)[1] ended 'pass --alpha, --acceptance or --metrics for yours', arguments resolve_acceptance
     takes as alpha, acceptance and metrics; a deployment's notes and provenance said '--engine-overlap off',
     '--draft-kv-dtype', '--ngram-cpu-ns', '--moe-routing-correlation' and '--moe-effective-experts' to a caller of
-    Deployment.build; gamma_answer's off_reason and gamma_bound '--gamma-max', capacity_at's scratch_basis '--gamma'.
+    Deployment.build; gamma_answer's off_reason and gamma_bound '--gamma-max', capacity_at's scratch_basis '--gamma', an answer's model_error.said() '--rtol'.
     Each now names what its reader can give (specsim.core.names), and the command's line is as it
     was."""
     said = text()

@@ -972,6 +972,26 @@ def test_a_schedule_at_loads_says_where_its_gamma_is_not_optimal_gammas_and_why(
     assert not [n for n in json.loads(capsys.readouterr().out)["notes"] if n.startswith("gamma here against")]
 
 
+def test_a_schedules_gain_gate_is_named_as_its_caller_gave_it():
+    """schedule_answer(..., min_gain=1.05)'s note said '(--min-gain 1.05)' to a Python caller: it names the keyword, and
+    the command's flag inside as_flags, as main runs a command (gpt-oss-120b and its draft on an H200 at alpha 0.8,
+    where from batch 1 the never-rising schedule's gamma does not pay 1.05x)."""
+    from specsim.answers import deployment_capacity
+    from specsim.answers.schedule import schedule_answer
+    from specsim.core.names import as_flags
+
+    dep = Deployment.build("h200", "gpt-oss-120b", "gpt-oss-20b")
+    cap = deployment_capacity(dep, 1128, None, None)
+
+    def gated() -> list[str]:
+        answer = schedule_answer(dep, 0.8, "alpha 0.8", cap, max_batch=256, context=1128, min_gain=1.05)
+        return [n for n in answer.notes if "the schedule's gamma does not pay" in n]
+
+    assert len(said := gated()) == 1 and "does not pay (min_gain 1.05); yet" in said[0], said
+    with as_flags():
+        assert len(said := gated()) == 1 and "does not pay (--min-gain 1.05); yet" in said[0], said
+
+
 def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
     """Gamma never rises with the decode batch, so a load whose own best is smaller than a heavier load's is held up
     to it (within --rtol here): the note says so, not "the smaller gamma winning", and gives what optimal-gamma --rtol
@@ -980,6 +1000,7 @@ def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
     from types import SimpleNamespace
 
     from specsim.answers.schedule import ScheduleAnswer
+    from specsim.core.names import as_flags
     from specsim.speculation.search import argmax_gamma
 
     value = np.array([[1.0, 1.0, 1.0], [1.5, 1.5, 1.5], [1.6, 1.60, 1.55], [1.7, 1.595, 1.70]])
@@ -995,7 +1016,10 @@ def test_the_note_says_where_a_heavier_loads_gamma_holds_a_load_up():
         best_within=lambda rtol: argmax_gamma(value, rtol),
     )
     answer = ScheduleAnswer(SimpleNamespace(engine=None), 0.8, "", None, [], None, 16, 1128, 3, 0.01, None, (), load)
-    [line] = answer._off_their_best()
+    [said] = answer._off_their_best()  # to Python, schedule_answer's keyword; optimal-gamma's --rtol is the command's
+    assert "concurrency 4 gamma 3 against 2 (0.3% below, within rtol 0.01, held up there as gamma never rises" in said
+    with as_flags():
+        [line] = answer._off_their_best()
     assert "concurrency 4 gamma 3 against 2 (0.3% below, within --rtol 0.01, held up there as gamma never rises" in line
     assert "concurrency 1 " not in line and "concurrency 16 " not in line
     assert "optimal-gamma --rtol 0.01 gives gamma 2 there" in line

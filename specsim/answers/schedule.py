@@ -159,7 +159,7 @@ class ScheduleAnswer:
                 continue
             out.append(
                 f"speculation is off at batch {r.batches}: gamma never rises with batch, and from batch {r.start_batch} "
-                f"the schedule's gamma does not pay (--min-gain {self.min_gain:g}); yet on its own it pays, past specsim's "
+                f"the schedule's gamma does not pay ({given_as('min_gain')} {self.min_gain:g}); yet on its own it pays, past specsim's "
                 f"measured error of {error.shown}, {there}, and a schedule that starts speculating past where it first "
                 "failed is not one this command writes"
             )
@@ -220,7 +220,7 @@ class ScheduleAnswer:
         losing = [f"gamma {r.gamma} at batch {r.batches}: {r.speedups}x" for r in self.ranges if r.min_speedup < 1.0]
         where = f"; it loses at {'; '.join(losing)}, where no gamma pays and none is 0" if losing else ""
         gain = (
-            f"; --min-gain {self.min_gain:g} cannot turn speculation off at a batch size here (no off tier): every "
+            f"; {given_as('min_gain')} {self.min_gain:g} cannot turn speculation off at a batch size here (no off tier): every "
             "batch size drafts, or none if you leave speculation unset"
             if self.min_gain != 1.0
             else ""
@@ -414,10 +414,10 @@ class ScheduleAnswer:
                 continue
             short = 1.0 - value[i, j] / value[own, j]
             if gammas[i] == 0:
-                why = f"off: its gain or a lighter load's is below --min-gain {self.min_gain:g}"
+                why = f"off: its gain or a lighter load's is below {given_as('min_gain')} {self.min_gain:g}"
             else:  # within --rtol the smaller gamma wins, unless a heavier load's holds it up (gamma never rises)
                 inside = short <= self.rtol + 1e-12
-                why = f"{short:.1%} below, {'within' if inside else 'past'} --rtol {self.rtol:g}" + (
+                why = f"{short:.1%} below, {'within' if inside else 'past'} {given_as('rtol')} {self.rtol:g}" + (
                     ", the smaller gamma winning"
                     if inside and gammas[i] < gammas[own]
                     else f", held {'up' if gammas[i] > gammas[own] else 'down'} there as gamma never rises with batch"

@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from specsim.core.names import given_as
+
 __all__ = [
     "CORPUS_SPEEDUP_ERROR",
     "CORPUS_SPEEDUP_ERROR_SOURCE",
@@ -84,16 +86,16 @@ class ModelError:
 
     def said(self, rtol: bool = True) -> str:
         """The line under an answer's table: the threshold of its verdicts and where it comes from, and how it stands
-        to --rtol where the command has that flag (``rtol``).
+        to rtol (``--rtol`` on the command line) where the answer has it (``rtol``).
 
         >>> print(ModelError(0.0685, "where", "corpus").said())
-        verdicts: a gain within ±6.85% is too close to call, specsim's measured error of a speedup: where (--rtol picks the gamma; this judges its gain)
+        verdicts: a gain within ±6.85% is too close to call, specsim's measured error of a speedup: where (rtol picks the gamma; this judges its gain)
         >>> print(ModelError(0.0685, "where", "corpus").said(rtol=False))
         verdicts: a gain within ±6.85% is too close to call, specsim's measured error of a speedup: where
         """
         return (
             f"verdicts: a gain within {self.shown} is too close to call, specsim's measured error of a speedup: "
-            f"{self.basis}" + (" (--rtol picks the gamma; this judges its gain)" if rtol else "")
+            f"{self.basis}" + (f" ({given_as('rtol')} picks the gamma; this judges its gain)" if rtol else "")
         )
 
 
