@@ -165,12 +165,13 @@ CONVERTERS = sorted(
 
 
 @pytest.mark.parametrize("script", CONVERTERS, ids=lambda p: p.stem)
-def test_a_converter_writes_the_manifest_its_folder_holds(script):
+def test_a_converter_writes_the_manifest_its_folder_holds(script, monkeypatch):
     """Each transcription script writes its folder's source.yaml from a template (its run lines in place of @RUNS@):
     a line added to the manifest by hand and not to the template (an engine_spec, a limit, a deployment) would be
     lost the next time the source is transcribed."""
     import importlib.util
 
+    monkeypatch.syspath_prepend(str(script.parent))  # as when it runs: its siblings (_lotto3090, _manifest) import
     spec = importlib.util.spec_from_file_location(script.stem.replace("-", "_"), script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -35,27 +35,15 @@ import json
 import sys
 from pathlib import Path
 
+from _lotto3090 import closed_loop_record
+
 SOURCE = "rtx3090-gemma4-e2b-mtp"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
 CAMPAIGN = "vllm026-gemma4-mtp"
-ASSUMED_PROMPTS_PER_USER = 4
 
 
 def record(row: dict) -> tuple[str, dict]:
-    c = row["concurrency"]
-    n = ASSUMED_PROMPTS_PER_USER * c
-    out = n * row["gen_tokens"]
-    rec = {
-        "date": row["date"],
-        "backend": row["engine"],
-        "model_id": row["checkpoint_ref"],
-        "num_prompts": n,
-        "request_rate": "inf",
-        "max_concurrency": c,
-        "completed": n,
-        "duration": out / row["output_tok_s"],
-        "total_input_tokens": n * row["prompt_tokens"],
-        "total_output_tokens": out,
+    rec = closed_loop_record(row, row["checkpoint_ref"]) | {
         "request_throughput": row["req_s"],
         "output_throughput": row["output_tok_s"],
         "total_token_throughput": row["total_tok_s"],

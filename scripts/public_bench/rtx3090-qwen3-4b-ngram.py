@@ -33,36 +33,12 @@ import json
 import sys
 from pathlib import Path
 
+from _lotto3090 import ngram_record
+
 SOURCE = "rtx3090-qwen3-4b-ngram"
 OUT = Path(__file__).resolve().parents[2] / "examples" / "bench" / "public" / SOURCE
-ASSUMED_PROMPTS_PER_USER = 4
 KINDS = ("code", "prose", "repetitive")
 ARMS = {"qwen3-4b--no-spec": "plain", "qwen3-4b--no-spec-rerun": "plain-rerun", "qwen3-4b--ngram-k4": "ngram-k4"}
-
-
-def record(row: dict) -> dict:
-    c = row["concurrency"]
-    n = ASSUMED_PROMPTS_PER_USER * c
-    out = n * row["gen_tokens"]
-    rec = {
-        "date": row["date"],
-        "backend": row["engine"],
-        "model_id": "Qwen/Qwen3-4B",
-        "num_prompts": n,
-        "request_rate": "inf",
-        "max_concurrency": c,
-        "completed": n,
-        "duration": out / row["output_tok_s"],
-        "total_input_tokens": n * row["prompt_tokens"],
-        "total_output_tokens": out,
-        "output_throughput": row["output_tok_s"],
-    }
-    spec = row["spec_decode"]
-    if spec is not None:
-        assert spec["method"] == "ngram" and spec["k"] == 4, spec
-        rec["spec_decode_acceptance_rate"] = round(spec["acceptance"] * 100, 10)
-        rec["spec_decode_acceptance_length"] = round(1 + spec["k"] * spec["acceptance"], 10)
-    return rec
 
 
 def main(raw: Path) -> None:
@@ -85,7 +61,7 @@ def main(raw: Path) -> None:
             512,
             256,
         )
-        files.setdefault(f"{ARMS[arm]}-{kind}.jsonl", []).append(record(row))
+        files.setdefault(f"{ARMS[arm]}-{kind}.jsonl", []).append(ngram_record(row, "Qwen/Qwen3-4B"))
     OUT.mkdir(parents=True, exist_ok=True)
     for name, recs in files.items():
         (OUT / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
