@@ -1550,11 +1550,10 @@ def test_the_plot_draws_the_watched_period(day, tmp_path):
     assert image.shape[0] > 500 and image.shape[1] > 800 and not math.isclose(float(image.std()), 0.0)
 
 
-def test_the_plot_draws_the_band_the_verdicts_allow(dep):
-    """The plot draws what the verdicts judge by: the acceptance lengths where the model's speedup is 1 less and 1 plus
-    its error (top), and the error about a speedup of 1 (bottom)."""
+def _plotted_minutes(dep, rates):
+    """(judge, rows, what plot_watch drew) of one-minute windows at ``rates`` requests/s, acceptance length 2.0 from
+    20,000 drafts each, judged under vLLM's default limits."""
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
 
     from specsim.figures.plots import plot_watch
     from specsim.serving.steady import EngineLimits
@@ -1569,10 +1568,18 @@ def test_the_plot_draws_the_band_the_verdicts_allow(dep):
             start_s=60.0 * k,
             end_s=60.0 * (k + 1),
         )
-        for k, r in enumerate((4.0, 12.0, 20.0))
+        for k, r in enumerate(rates)
     ]
     rows = [r.to_dict() for r in Watcher(judge, DropDetector(reference=3)).add_all(windows)]
-    drawn = plot_watch(rows, axes=Figure().subplots(3, 1))
+    return judge, rows, plot_watch(rows, axes=Figure().subplots(3, 1))
+
+
+def test_the_plot_draws_the_band_the_verdicts_allow(dep):
+    """The plot draws what the verdicts judge by: the acceptance lengths where the model's speedup is 1 less and 1 plus
+    its error (top), and the error about a speedup of 1 (bottom)."""
+    from matplotlib.patches import Rectangle
+
+    judge, rows, drawn = _plotted_minutes(dep, (4.0, 12.0, 20.0))
     e = judge.error.share
     band = drawn["error_band"]  # axhspan: a Rectangle from matplotlib 3.9, a Polygon before (pyproject: >= 3.7)
     ys = [band.get_y(), band.get_y() + band.get_height()] if isinstance(band, Rectangle) else band.get_xy()[:, 1]
@@ -1644,25 +1651,7 @@ def test_a_window_no_acceptance_can_pay_says_its_load_once():
 def test_the_plot_draws_the_load_from_zero(dep):
     """A steady load (3.9-4.2 requests/s, a replayed TensorRT-LLM hour) was drawn on autoscaled axes that filled the
     middle panel, as if the load had swung from nothing to double; both its axes start at 0."""
-    from matplotlib.figure import Figure
-
-    from specsim.figures.plots import plot_watch
-    from specsim.serving.steady import EngineLimits
-    from specsim.watch.drift import DropDetector
-    from specsim.watch.judge import Judge
-    from specsim.watch.watcher import Watcher
-
-    judge = Judge(dep, EngineLimits(1024, 8192))
-    windows = [
-        dataclasses.replace(
-            _loaded(drafts=20000.0, acceptance_length=2.0, per_position=(0.55, 0.3, 0.15), requests_per_s=r),
-            start_s=60.0 * k,
-            end_s=60.0 * (k + 1),
-        )
-        for k, r in enumerate((3.9, 4.2, 4.0))
-    ]
-    rows = [r.to_dict() for r in Watcher(judge, DropDetector(reference=3)).add_all(windows)]
-    drawn = plot_watch(rows, axes=Figure().subplots(3, 1))
+    _, _, drawn = _plotted_minutes(dep, (3.9, 4.2, 4.0))
     for line in (drawn["rate"], drawn["running_model"]):  # the engine's running is none here (not in the windows)
         low, high = line.axes.get_ylim()
         assert low == 0.0 and high >= max(line.get_ydata()), (line.get_label(), low, high)
