@@ -434,6 +434,35 @@ def test_serve_sweep(capsys):
     assert printed["findings"] == as_json(sweep_findings(frame))
 
 
+def test_replays_record_is_what_the_command_prints(capsys, tmp_path):
+    """``replay --json`` prints the library's record (ReplayAnswer.to_dict): the command built it itself from
+    simulate_day's result, so a notebook could not get what it printed.  A day of fixed lengths with an acceptance drop,
+    written as one OpenMetrics file, which is the answer's own (ReplayAnswer.openmetrics) byte for byte."""
+    from specsim.engines import DEFAULT_ENGINE, metric_names
+    from specsim.watch.replay import replay_answer
+
+    out = tmp_path / "day.om"
+    day = ["--alpha", "0.6", "--gamma", "3", "--rates", "0:2,1m:3,2m", "--drop-at", "1m", "--drop-to", "0.4"]
+    argv = [*day, "--input-len", "700", "--output-len", "90", "--start", "2026-12-01T00:00:00Z", "--out", str(out)]
+    printed = cli(capsys, "replay", *BASE, *argv, "--page-seconds", "30")
+    names, release, shown = metric_names(DEFAULT_ENGINE)
+    answer = replay_answer(
+        deployment(),
+        [(0.0, 2.0), (60.0, 3.0), (120.0, 0.0)],
+        0.6,
+        3,
+        700,
+        90,
+        engine=shown,
+        drop=("1m", 0.4),
+        start_s=1796083200.0,
+        page_seconds=30.0,
+    )
+    assert printed == as_json(answer.to_dict(written=str(out)))
+    assert printed["acceptance"] == "alpha 0.6" and printed["drop"] == {"at": "1m", "to": 0.4}
+    assert out.read_text() == answer.openmetrics(names, release)
+
+
 def test_serve_sweeps_record_is_what_the_command_prints(capsys):
     """``serve-sweep --json`` prints the library's record (ServeSweepAnswer.to_dict): the command built it, and its
     gamma policy's words, itself from serve_sweep's bare frame.  Closed loops of fixed lengths under limits given, at

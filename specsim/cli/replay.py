@@ -58,9 +58,8 @@ def _acceptance(args: argparse.Namespace) -> tuple:
     :meth:`~specsim.calibration.file.Calibration.acceptance_for`), else the example day's, saying why not the
     calibration's.  (the acceptance played: an alpha or those shares, what it is in words, the flags taken, whose they
     are.)"""
-    from specsim.answers.load import past_measured
     from specsim.cli.args import calibration
-    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA
+    from specsim.watch.replay import EXAMPLE_ALPHA, EXAMPLE_GAMMA, acceptance_said
 
     cal = calibration(args)
     measured, why = (None, "") if cal is None else cal.acceptance_for(args.draft)
@@ -73,9 +72,8 @@ def _acceptance(args: argparse.Namespace) -> tuple:
     args.alpha = EXAMPLE_ALPHA if args.alpha is None and shares is None else args.alpha
     args.gamma = EXAMPLE_GAMMA if args.gamma is None else args.gamma
     whose = f"{cal.name}'s measured acceptance" if measured is not None else "the example day's" + (why and f" ({why})")
-    if shares is not None:  # past their positions the chain goes on at the last one's rate: said, as answers say it
-        return shares, shares.brief() + past_measured(args.gamma, shares.measured_steps), taken, whose
-    return args.alpha, f"alpha {args.alpha:g}", taken, whose
+    played = args.alpha if shares is None else shares  # past their positions the chain goes on at the last one's rate
+    return played, acceptance_said(played, args.gamma), taken, whose
 
 
 def _lengths(args: argparse.Namespace, runs: tuple | None) -> list:
@@ -99,10 +97,8 @@ def _lengths(args: argparse.Namespace, runs: tuple | None) -> list:
 def run_replay(args: argparse.Namespace) -> int:
     from specsim.cli.args import calibrated_lengths, deployment, metric_names_of
     from specsim.core.files import atomic_write_text, check_output
-    from specsim.speculation.acceptance import acceptance_rates
-    from specsim.speculation.deployment import BRIEF_HINT
-    from specsim.watch.replay import ReplayServer, openmetrics, pages, simulate_day
-    from specsim.watch.sources import parse_duration, parse_time
+    from specsim.watch.replay import ReplayServer, drop_seconds, replay_answer
+    from specsim.watch.sources import parse_time
 
     if (args.out is None) == (args.listen is None):
         raise ValueError(
@@ -122,15 +118,15 @@ def run_replay(args: argparse.Namespace) -> int:
     day_s = profile[-1][0]
     if not 1.0 <= args.page_seconds <= day_s:  # a page a second at most (a day of them is 86,400), one over the day
         raise ValueError(f"--page-seconds must be in [1, {day_s:g}] (the day's length), got {args.page_seconds:g}")
-    changes = None
+    drop = None
     if args.drop_at is not None:
         try:
-            at = parse_duration(args.drop_at) if args.drop_at not in ("0", "0s") else 0.0
+            at = drop_seconds(args.drop_at)
         except ValueError as e:  # the flag named, as argparse names the others'
             raise ValueError(f"--drop-at: {e}") from None
         if at >= day_s:
             raise ValueError(f"--drop-at {args.drop_at} is past the day's end ({day_s:.0f} s)")
-        changes = [(at, args.drop_to)]
+        drop = (args.drop_at, args.drop_to)
     if args.listen is not None and day_s > LIVE_SPAN_S:
         raise ValueError(
             f"a day of {day_s:.0f} s does not fit what Prometheus scrapes live (samples up to an hour old): "
@@ -150,7 +146,7 @@ def run_replay(args: argparse.Namespace) -> int:
         f"simulating {day_s / 3600:.3g} h of {shown} serving {model} ({dep.target.name} + {dep.drafter.label} on "
         f"{report.on_gpus(dep)}; {accepted}, gamma {args.gamma}"
         + (f" ({' and '.join(taken)}: {whose}, not given)" if taken else "")
-        + (f", alpha {args.drop_to:g} from {args.drop_at}" if changes else "")
+        + (f", alpha {args.drop_to:g} from {args.drop_at}" if drop else "")
         + (f"; rates {DEFAULT_RATES} requests/s, specsim's example day" if args.rates is None else "")
         + ")",
         file=sys.stderr,
@@ -160,44 +156,41 @@ def run_replay(args: argparse.Namespace) -> int:
     report.print_notes(dep)  # specsim's defaults among them (hardware, target, ...), as every answer says them
     if report.VERBOSE:  # the day's one-line description names the step times briefly; here every source
         print("\n".join(dep.provenance()), file=sys.stderr)
-    day = simulate_day(
-        dep, profile, played, args.gamma, args.input_len, args.output_len, changes=changes, seed=args.seed
+    answer = replay_answer(
+        dep,
+        profile,
+        played,
+        args.gamma,
+        args.input_len,
+        args.output_len,
+        engine=shown,
+        model=model,
+        label=accepted,
+        drop=drop,
+        start_s=start,
+        page_seconds=args.page_seconds,
+        seed=args.seed,
     )
-    described = day.description.replace(BRIEF_HINT, "")  # without "-v for every source": for -v and --json
-    record = {
-        "engine": shown,
-        "model": model,
-        "day": described,
-        "seconds": day.seconds,
-        "gamma": day.gamma,
-        "alpha": args.alpha,  # null where the day plays a calibration's per-position shares
-        "acceptance": accepted,
-        "acceptance_rates": acceptance_rates(played),
-        "drop": None if not changes else {"at": args.drop_at, "to": args.drop_to},
-        "start": start,
-        "page_seconds": args.page_seconds,
-        "provenance": dep.provenance(),
-        "deployment": dep.identity(),
-    }
     if args.out is not None:
-        atomic_write_text(args.out, openmetrics(day, names, model, args.page_seconds, start, release))
+        atomic_write_text(args.out, answer.openmetrics(names, release))
         if args.json:
             from specsim.cli.report import print_json
 
-            print_json(record | {"written": str(args.out)})
+            print_json(answer.to_dict(written=str(args.out)))
             return 0
+        day = answer.description if report.VERBOSE else answer.day.description
         print(
-            f"wrote {args.out}: {described if report.VERBOSE else day.description}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
+            f"wrote {args.out}: {day}; stamped from {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start))} "
             f"every {args.page_seconds:g} s (backfill: promtool tsdb create-blocks-from openmetrics {args.out} DATA_DIR)"
         )
         return 0
-    texts = pages(day, names, model, args.page_seconds, start_s=start, release=release)
+    texts = answer.pages(names, release)
     host, port = args.listen
     with ReplayServer(texts, path=names.path, host=host, port=port) as server:
         if args.json:  # one line, then the pages are served until interrupted
             import json
 
-            print(json.dumps(record | {"serving": server.url, "pages": len(texts)}), flush=True)
+            print(json.dumps(answer.to_dict() | {"serving": server.url, "pages": len(texts)}), flush=True)
         print(
             f"serving {len(texts)} pages of {shown}, one per GET, on {server.url} (stamped from "
             f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; scrape with honor_timestamps); Ctrl-C to stop",

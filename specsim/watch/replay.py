@@ -16,12 +16,25 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from numbers import Real
 
 import numpy as np
 
 from specsim.engines.base import as_release
 
-__all__ = ["DayCounters", "ReplayServer", "arrivals", "edges_125", "openmetrics", "pages", "simulate_day"]
+__all__ = [
+    "DayCounters",
+    "ReplayAnswer",
+    "ReplayServer",
+    "acceptance_said",
+    "arrivals",
+    "drop_seconds",
+    "edges_125",
+    "openmetrics",
+    "pages",
+    "replay_answer",
+    "simulate_day",
+]
 
 #: The example day's drafter, where ``specsim replay`` is not told: a per-token acceptance of 0.6 and 3 draft tokens a
 #: round, a drafter that pays at low load and stops paying in the day's overload (specsim's example, not a measurement).
@@ -302,6 +315,116 @@ def openmetrics(
             )
 
     return generate_latest(_Day(), escaping="allow-utf-8").decode()  # names as the engine spells them (colons kept)
+
+
+def acceptance_said(acceptance, gamma: int) -> str:
+    """What replay calls the acceptance it plays: ``alpha A``, or a calibration's per-position shares (their
+    :meth:`~specsim.speculation.acceptance.Acceptance.brief`) and, past the steps they were measured at, that they are
+    continued (:func:`specsim.answers.load.past_measured`, as every answer says it)."""
+    from specsim.answers.load import past_measured
+
+    if isinstance(acceptance, Real):
+        return f"alpha {acceptance:g}"
+    return acceptance.brief() + past_measured(gamma, acceptance.measured_steps)
+
+
+def drop_seconds(at: str) -> float:
+    """When in the day ``--drop-at`` changes the acceptance: a duration (:func:`~specsim.watch.sources.parse_duration`;
+    ``0`` or ``0s`` the day's start).  ValueError naming what is allowed otherwise."""
+    from specsim.watch.sources import parse_duration
+
+    return parse_duration(at) if at not in ("0", "0s") else 0.0
+
+
+@dataclass(frozen=True)
+class ReplayAnswer:
+    """replay: the day simulated (:class:`~specsim.watch.replay.DayCounters`) and what it was of: the engine release
+    whose pages it writes, the served model's label, the acceptance played and its words, the drop, the start and the
+    seconds between pages."""
+
+    deployment: object  #: the Deployment simulated
+    day: DayCounters  #: the simulated day
+    engine: str  #: the release whose metrics the pages hold, as said ("vllm 0.34.0")
+    model: str  #: the model_name label of the pages
+    acceptance: object  #: the alpha, or the Acceptance (a calibration's per-position shares), played
+    label: str  #: what the record calls the acceptance (:func:`acceptance_said`)
+    drop: tuple | None  #: (when as given, the alpha from then on), or None
+    start_s: float  #: the day's start, Unix seconds
+    page_seconds: float  #: seconds of the day between two pages
+
+    @property
+    def description(self) -> str:
+        """The day in one line, without the hint to ``-v`` for every source (what ``-v`` and ``--json`` print)."""
+        from specsim.speculation.deployment import BRIEF_HINT
+
+        return self.day.description.replace(BRIEF_HINT, "")
+
+    def to_dict(self, written: str | None = None) -> dict:
+        """What ``specsim replay --json`` prints: the engine, model and day, its gamma and acceptance (``alpha`` null
+        where it plays per-position shares), the drop, the start, the seconds between pages, the sources of every
+        number (``provenance``, ``deployment``) and the file ``written`` (--out) where given."""
+        from specsim.speculation.acceptance import acceptance_rates
+
+        record = {
+            "engine": self.engine,
+            "model": self.model,
+            "day": self.description,
+            "seconds": self.day.seconds,
+            "gamma": self.day.gamma,
+            "alpha": self.acceptance if isinstance(self.acceptance, Real) else None,
+            "acceptance": self.label,
+            "acceptance_rates": acceptance_rates(self.acceptance),
+            "drop": None if self.drop is None else {"at": self.drop[0], "to": self.drop[1]},
+            "start": self.start_s,
+            "page_seconds": self.page_seconds,
+            "provenance": self.deployment.provenance(),
+            "deployment": self.deployment.identity(),
+        }
+        return record if written is None else record | {"written": written}
+
+    def openmetrics(self, names, release: tuple | None = None) -> str:
+        """The whole day as one OpenMetrics text in ``names``'s release (:func:`openmetrics`)."""
+        return openmetrics(self.day, names, self.model, self.page_seconds, self.start_s, release)
+
+    def pages(self, names, release: tuple | None = None) -> list:
+        """The day's /metrics pages, one every :attr:`page_seconds` (:func:`pages`)."""
+        return pages(self.day, names, self.model, self.page_seconds, start_s=self.start_s, release=release)
+
+
+def replay_answer(
+    dep,
+    profile: list,
+    acceptance,
+    gamma: int,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    engine: str,
+    model: str | None = None,
+    label: str | None = None,
+    drop: tuple | None = None,
+    start_s: float = 0.0,
+    page_seconds: float = 60.0,
+    seed: int = 0,
+) -> ReplayAnswer:
+    """Simulate the day of ``profile`` ((start seconds, requests/s) pairs, the last time its end) through ``dep``
+    speculating ``gamma`` tokens at ``acceptance`` (an alpha or an Acceptance), changing to ``drop``'s alpha at its
+    time (``(at, alpha)``, ``at`` as ``--drop-at`` takes it, :func:`drop_seconds`); ``engine`` is the release the
+    pages are written in as said, ``model`` their model_name label (default: the target's checkpoint, else its name),
+    ``label`` the acceptance's words (default: :func:`acceptance_said`)."""
+    changes = None if drop is None else [(drop_seconds(drop[0]), drop[1])]
+    day = simulate_day(dep, profile, acceptance, gamma, input_tokens, output_tokens, changes=changes, seed=seed)
+    return ReplayAnswer(
+        deployment=dep,
+        day=day,
+        engine=engine,
+        model=model or dep.target.source or dep.target.name,
+        acceptance=acceptance,
+        label=acceptance_said(acceptance, gamma) if label is None else label,
+        drop=None if drop is None else tuple(drop),
+        start_s=start_s,
+        page_seconds=page_seconds,
+    )
 
 
 #: How often a :class:`ReplayServer`'s loop looks whether it was asked to stop, seconds.
