@@ -463,6 +463,30 @@ def test_replays_record_is_what_the_command_prints(capsys, tmp_path):
     assert out.read_text() == answer.openmetrics(names, release)
 
 
+def test_watch_alert_rules_record_is_what_the_command_prints(capsys, tmp_path):
+    """``watch --alert-rules --dashboard --json`` (no source watched) prints the library's record (RulesAnswer.to_dict):
+    the command built it, and the rules file and dashboard, itself, so a notebook could not get what it wrote or
+    printed.  The files written are the answer's own text, byte for byte."""
+    from specsim.answers.load import request_lengths
+    from specsim.engines import metric_names
+    from specsim.serving.limits import engine_limits
+    from specsim.watch.judge import Judge
+    from specsim.watch.publish import rules_answer
+
+    rules, board = tmp_path / "rules.yml", tmp_path / "dashboard.json"
+    files = ["--alert-rules", str(rules), "--dashboard", str(board)]
+    lengths = ["--input-len", "700", "--output-len", "90", "--min-drop", "0.1", "--interval", "2m"]
+    printed = cli(capsys, "watch", *BASE, "--engine", "vllm@0.26.0", "--gamma", "4", *lengths, *files)
+    dep = deployment(engine="vllm@0.26.0")
+    names = metric_names("vllm@0.26.0")[0]
+    judge = Judge(dep, engine_limits(dep.engine, dep.hardware)[0])
+    kw = {"with_dashboard": True, "min_drop": 0.1, "interval_s": 120.0}
+    answer = rules_answer(names, judge, dep, 4, request_lengths(700, 90), **kw)
+    assert printed == as_json(answer.to_dict([str(rules), str(board)]))
+    assert printed["requests"] == "every request 700 in, 90 out" and printed["gamma"] == 4
+    assert rules.read_text() == answer.rules_text() and board.read_text() == answer.dashboard_text()
+
+
 def test_serve_sweeps_record_is_what_the_command_prints(capsys):
     """``serve-sweep --json`` prints the library's record (ServeSweepAnswer.to_dict): the command built it, and its
     gamma policy's words, itself from serve_sweep's bare frame.  Closed loops of fixed lengths under limits given, at

@@ -633,39 +633,31 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
 def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> None:
     """Write --alert-rules and --dashboard (together or neither) and say so; with --json and nothing ``watching``,
     stdout's one JSON document says what was written (as replay --out --json does)."""
-    import yaml
-
-    from specsim.answers.load import check_positions
     from specsim.cli.args import load_lengths
     from specsim.core.files import atomic_write_many
-    from specsim.watch.publish import alert_rules, dashboard, rules_max_rate, to_json
+    from specsim.watch.publish import rules_answer
 
     if gamma is None:
         raise ValueError("--alert-rules tabulates the break-even at the engine's draft length: give --gamma")
     # The lengths every answer at a load takes: given, else a --calibration's runs', else the reference article's.
     requests = load_lengths(args)
-    P, O = round(requests.input_tokens), round(requests.output_tokens)
-    check_positions(dep, P, O)
-    top = rules_max_rate(judge, P, O)
+    answer = rules_answer(
+        names,
+        judge,
+        dep,
+        gamma,
+        requests,
+        rules=bool(args.alert_rules),
+        with_dashboard=bool(args.dashboard),
+        selector=matchers,
+        min_drop=args.min_drop,
+        interval_s=args.interval,
+    )
     files = []
     if args.alert_rules:
-        rules = alert_rules(
-            names,
-            judge,
-            gamma,
-            P,
-            O,
-            top,
-            selector=matchers,
-            min_drop=args.min_drop,
-            interval_s=args.interval,
-            provenance=dep.brief(),
-        )
-        files.append(
-            (args.alert_rules, yaml.safe_dump(rules, sort_keys=False, width=1000, allow_unicode=True).encode())
-        )
+        files.append((args.alert_rules, answer.rules_text().encode()))
     if args.dashboard:
-        files.append((args.dashboard, to_json(dashboard(names, selector=matchers)).encode()))
+        files.append((args.dashboard, answer.dashboard_text().encode()))
     atomic_write_many(files)
     lengths = "" if args.input_len and args.output_len else f" ({requests.description})"
     for path, _ in files:
@@ -677,17 +669,7 @@ def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> No
         return
     from specsim.cli.report import print_json
 
-    print_json(
-        {
-            "written": [str(path) for path, _ in files],
-            "gamma": gamma,
-            "input_tokens": P,
-            "output_tokens": O,
-            "requests": requests.description,
-            "provenance": dep.provenance(),
-            "deployment": dep.identity(),
-        }
-    )
+    print_json(answer.to_dict([path for path, _ in files]))
 
 
 # -- flags ---------------------------------------------------------------------------------------------------------

@@ -8,21 +8,26 @@ rules on the engine's metrics alone, for a deployment where specsim does not run
 length as the engine's release counts it, the break-even as a step function of the request rate (the serving model's,
 tabulated at the given lengths and draft length), and a drop of ``min_drop`` against the day before (a rule of thumb,
 not the watch's change-point test: said in its annotation).  :func:`dashboard` is a Grafana dashboard of both.
+:func:`rules_answer` is ``watch --alert-rules/--dashboard``'s answer: both, their files' text and the record ``--json``
+prints (:class:`RulesAnswer`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "Gauges",
+    "RulesAnswer",
     "alert_rules",
     "break_even_table",
     "break_even_tables",
     "dashboard",
     "engine_queries",
+    "rules_answer",
     "rules_max_rate",
 ]
 
@@ -402,3 +407,72 @@ def dashboard(names, model_hint: str = "", selector: str = "") -> dict:
 
 def to_json(obj: dict) -> str:
     return json.dumps(obj, indent=2) + "\n"
+
+
+@dataclass(frozen=True)
+class RulesAnswer:
+    """``watch --alert-rules/--dashboard``: the rules file (:func:`alert_rules`) and the dashboard (:func:`dashboard`),
+    each None where not asked for, and what the rules' break-even was tabulated at: the draft length and the requests
+    (every request ``input_tokens`` in, ``output_tokens`` out, as ``requests`` says them, defaults cited)."""
+
+    deployment: object  #: the Deployment whose serving model the break-even is of
+    gamma: int
+    input_tokens: int
+    output_tokens: int
+    requests: str  #: the requests in words (their description, :func:`specsim.answers.load.request_lengths`)
+    rules: dict | None
+    dashboard: dict | None
+
+    def rules_text(self) -> str:
+        """The rules file, as YAML (keys in their order)."""
+        import yaml
+
+        return yaml.safe_dump(self.rules, sort_keys=False, width=1000, allow_unicode=True)
+
+    def dashboard_text(self) -> str:
+        """The dashboard, as JSON."""
+        return to_json(self.dashboard)
+
+    def to_dict(self, written: list) -> dict:
+        """What ``specsim watch --alert-rules/--dashboard --json`` prints where no source is watched: the files
+        ``written`` (their paths, as given), the draft length and requests the break-even was tabulated at, and the
+        sources of every number (``provenance``, ``deployment``)."""
+        return {
+            "written": [str(path) for path in written],
+            "gamma": self.gamma,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "provenance": self.deployment.provenance(),
+            "deployment": self.deployment.identity(),
+        }
+
+
+def rules_answer(
+    names,
+    judge,
+    dep,
+    gamma: int,
+    requests,
+    *,
+    rules: bool = True,
+    with_dashboard: bool = False,
+    selector: str = "",
+    min_drop: float = 0.05,
+    interval_s: float = 60.0,
+) -> RulesAnswer:
+    """The rules file (where ``rules``) and the dashboard (where ``with_dashboard``) for ``names``'s release, the
+    break-even tabulated by ``judge`` at draft length ``gamma`` for ``requests`` (fixed lengths,
+    :func:`specsim.answers.load.request_lengths`, rounded to whole tokens; positions past the target's context
+    refused, :func:`~specsim.answers.load.check_positions`) up to :func:`rules_max_rate`."""
+    from specsim.answers.load import check_positions
+
+    P, O = round(requests.input_tokens), round(requests.output_tokens)
+    check_positions(dep, P, O)
+    table = None
+    if rules:
+        top = rules_max_rate(judge, P, O)
+        kw = {"selector": selector, "min_drop": min_drop, "interval_s": interval_s, "provenance": dep.brief()}
+        table = alert_rules(names, judge, gamma, P, O, top, **kw)
+    board = dashboard(names, selector=selector) if with_dashboard else None
+    return RulesAnswer(dep, gamma, P, O, requests.description, table, board)
