@@ -225,6 +225,22 @@ def test_explain(capsys):
     assert at_load == as_json(load_anatomy(dep, 0.7, "alpha 0.7", answer, lengths.context_tokens))
 
 
+def test_explains_record_is_what_the_command_prints(capsys):
+    """``explain --json`` prints the library's records (RoundAnatomy.records): the command merged the findings into
+    each row itself, so a notebook could not get what it printed.  A fixed gamma over three batches, and the best
+    gamma per batch of an SGLang engine at one."""
+    from specsim.answers.anatomy import round_anatomy
+
+    printed = cli(capsys, "explain", *BASE, "--batch", "1,8,64", "--gamma", "3", "--alpha", "0.7", "--context", "1128")
+    anatomy = round_anatomy(deployment(), 0.7, "alpha 0.7", [1, 8, 64], 1128, 3)
+    assert printed == as_json(anatomy.records())
+    assert [row["gamma"] for row in printed] == [3, 3, 3] and printed[0]["findings"] == anatomy.findings()
+    sglang = ["--draft", "eagle3", "--engine", "sglang", "--batch", "16", "--alpha", "0.7", "--context", "1128"]
+    printed = cli(capsys, "explain", *BASE, *sglang)
+    anatomy = round_anatomy(deployment("eagle3", engine="sglang"), 0.7, "alpha 0.7", [16], 1128)
+    assert printed == as_json(anatomy.records())
+
+
 def test_speedup(capsys):
     printed = cli(capsys, "speedup", *BASE, "--alpha", "0.8", "--gamma", "3", "--batch", "1,64,256")
     closed = cli(capsys, "speedup", "--alpha", "0.8", "--gamma", "4", "--cost-ratio", "0.05")

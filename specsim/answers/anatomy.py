@@ -53,6 +53,12 @@ class RoundAnatomy(Framed):
         """The records its table shows: its :attr:`rows`, as ``explain --json`` prints them less the findings."""
         return self.rows
 
+    def records(self) -> list[dict]:
+        """What ``specsim explain --json`` prints: each of its :attr:`rows` with the conclusions over all the batches
+        (:meth:`findings`, the text's bullets), as compare's records carry them."""
+        findings = self.findings()
+        return [row | {"findings": findings} for row in self.rows]
+
     @property
     def stops_paying(self) -> int | None:
         """The first batch size where the round costs more than plain decoding of the tokens it yields."""

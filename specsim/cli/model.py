@@ -571,8 +571,7 @@ def run_explain(args: argparse.Namespace) -> int:
         out = check_output(args.plot, (".png", ".svg"), "--plot")  # refuse a bad path before computing anything
     answer = round_anatomy(dep, acc, acc_label, args.batch, args.context, args.gamma, args.gamma_max, cap=cap)
     if args.json:  # the text's conclusions over all the batches, with each row (as compare's largest batch)
-        findings = answer.findings()
-        print_json([row | {"findings": findings} for row in answer.rows])
+        print_json(answer.records())
         print_notes(dep)
     else:
         print(describe(dep, args.context))
