@@ -23,7 +23,7 @@ from concurrent.futures import Future
 import pytest
 
 from specsim.cli import executors
-from specsim.cli.executors import ExecutorSpec, RayExecutor, executor_type, open_executor
+from specsim.cli.executors import CommandExecutor, ExecutorSpec, RayExecutor, executor_type, open_executor
 from specsim.cli.main import main
 
 SWEEP = ["serve-sweep", "--rates", "2,8,32", "--requests", "40", "--alpha", "0.8", "--seed", "3", "--slo-tpot-ms", "20"]
@@ -264,6 +264,32 @@ def test_ray_runs_serve_sweep_and_serve_sim_through_its_futures(capsys, monkeypa
     ray.calls.clear()
     assert _run(capsys, SIM + ["--executor", f"ray://127.0.0.1:{silent_port}"]) == _run(capsys, SIM)
     assert ray.calls == [("init", f"ray://127.0.0.1:{silent_port}"), ("remote", "_compare_one"), ("shutdown",)]
+
+
+def _named(keyword: str, flag: str) -> str:
+    from specsim.core.names import given_as
+
+    return given_as(keyword, flag)
+
+
+def test_a_commands_jobs_name_its_flags_on_any_worker():
+    """A note built in a job names what the command's user gave (--engine), as it would in one process: a worker
+    thread or process starts outside as_flags, so serve-sim on a Dask cluster printed 'engine vllm@0.33.0' where it
+    prints '--engine vllm@0.33.0' alone (test_serve_sim_runs_on_a_dask_cluster_...).  A thread pool starts outside it
+    too: bare, its job names the keyword; through CommandExecutor, the flag, by submit and map alike, with the name
+    Dask keys a task by."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from specsim.core.names import as_flags
+
+    with as_flags(), ThreadPoolExecutor(1) as pool:
+        assert pool.submit(_named, "engine", "--engine").result() == "engine"
+        command = CommandExecutor(pool)
+        assert command.submit(_named, "engine", "--engine").result() == "--engine"
+        assert list(command.map(_named, ["engine", "tp"], ["--engine", "--tp"])) == ["--engine", "--tp"]
+    from specsim.cli.executors import _AsTheCommand
+
+    assert _AsTheCommand(_named).__name__ == "_named" and _AsTheCommand(_named) == _AsTheCommand(_named)
 
 
 def test_ray_executor_map_keeps_the_order_of_its_inputs():

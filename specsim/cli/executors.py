@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 __all__ = [
     "CONNECT_TIMEOUT_S",
     "DEFAULT_PORTS",
+    "CommandExecutor",
     "ExecutorSpec",
     "RayExecutor",
     "add_executor_arg",
@@ -138,12 +139,46 @@ def open_executor(spec: ExecutorSpec, jobs: int) -> Iterator[Executor]:
     opener = _dask if spec.kind == "dask" else _ray
     with opener(spec, jobs) as executor:
         try:
-            yield executor
+            yield CommandExecutor(executor)
         except ImportError as err:  # raised on a worker and re-raised here: most often specsim missing there
             raise ValueError(
                 f"--executor {spec}: a job failed on a worker with {type(err).__name__}: {err}; every worker needs "
                 "specsim-llm installed at this version (docs/cluster.md)"
             ) from err
+
+
+class _AsTheCommand:
+    """``fn`` run as the command line runs it, inside :func:`specsim.core.names.as_flags`.  A worker process or thread
+    starts outside it, so a note built there named the keyword where the command names its flag (serve-sim on a Dask
+    worker: 'as engine names no release: name yours (engine vllm@0.33.0 ...)' where the command says '--engine').  It
+    keeps ``fn``'s name (Dask names a task after it) and compares as ``fn`` (Ray makes one remote function per one)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, *args, **kwargs):
+        from specsim.core.names import as_flags
+
+        with as_flags():
+            return self.fn(*args, **kwargs)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _AsTheCommand) and other.fn == self.fn
+
+    def __hash__(self) -> int:
+        return hash(self.fn)
+
+
+class CommandExecutor(Executor):
+    """``inner``, each job run as the command line runs (:class:`_AsTheCommand`); ``map`` is Executor's, through
+    :meth:`submit`.  The one that builds ``inner`` shuts it down."""
+
+    def __init__(self, inner: Executor) -> None:
+        self._inner = inner
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
+        return self._inner.submit(_AsTheCommand(fn), *args, **kwargs)
 
 
 def _reachable(spec: ExecutorSpec) -> None:

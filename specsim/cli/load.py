@@ -7,7 +7,7 @@ import contextlib
 import sys
 
 from specsim.cli.args import deployment, resolve_acceptance
-from specsim.cli.executors import add_executor_arg, open_executor, usable_cores
+from specsim.cli.executors import CommandExecutor, add_executor_arg, open_executor, usable_cores
 from specsim.cli.flags import (
     MAX_SERVE_RUNS,
     add_serving_args,
@@ -92,7 +92,7 @@ def _process_pool(jobs: int):
 
     start = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(start)) as pool:
-        yield pool
+        yield CommandExecutor(pool)  # a spawned worker starts outside as_flags
 
 
 def _one_place(args: argparse.Namespace, flag: str, value: int | None) -> None:
