@@ -412,6 +412,7 @@ def test_serve_sims_record_is_what_the_command_prints_provenance_included(capsys
     what it printed.  A Poisson load of a named workload under limits given, and a trace under the engine's own
     limits, whose clause naming the flags to set is the command's (as optimal-gamma's records say it, above)."""
     from specsim.answers.serve import serve_sim, sim_load
+    from specsim.core.names import as_flags
     from specsim.serving.limits import engine_limits
 
     dep = deployment()
@@ -420,8 +421,11 @@ def test_serve_sims_record_is_what_the_command_prints_provenance_included(capsys
         capsys, "serve-sim", *BASE, "--alpha", "0.8", *limited, "--max-num-seqs", "64", "--max-batched-tokens", "4096"
     )
     limits = engine_limits(dep.engine, dep.hardware, False, 64, 4096)[0]
-    answer = serve_sim(dep, sim_load(dep, rate=4.0, workload="chat", n=60, runs=2), 0.8, limits=limits)
-    assert printed == as_json(answer.to_dict())
+    # As main runs it (inside as_flags): the limits' memory basis names --engine there, engine from Python.
+    with as_flags():
+        answer = serve_sim(dep, sim_load(dep, rate=4.0, workload="chat", n=60, runs=2), 0.8, limits=limits)
+        record = answer.to_dict()
+    assert printed == as_json(record)
     assert printed["provenance"][-4].startswith("load: Poisson, 4 requests/s, workload chat")
     frame = answer.to_frame()  # the two arms' summaries as rows, the sources beside them
     assert list(frame["arm"]) == ["off", "on"] and frame.attrs["provenance"] == printed["provenance"]
@@ -430,11 +434,13 @@ def test_serve_sims_record_is_what_the_command_prints_provenance_included(capsys
     trace = tmp_path / "trace.csv"
     trace.write_text("arrival_s,prompt_tokens,output_tokens\n0.0,500,100\n0.1,800,50\n0.3,1200,200\n0.9,2000,120\n")
     printed = cli(capsys, "serve-sim", *BASE, "--alpha", "0.8", "--trace", str(trace))
-    answer = serve_sim(dep, sim_load(dep, trace=str(trace)), 0.8)
-    own = answer.to_dict()
-    said = " (" + answer.limits_from + "; --max-num-seqs and --max-batched-tokens to set)"
+    with as_flags():
+        answer = serve_sim(dep, sim_load(dep, trace=str(trace)), 0.8)
+        own = answer.to_dict()
+        said = " (" + answer.limits_from + "; --max-num-seqs and --max-batched-tokens to set)"
+        record = answer.to_dict(limits_said=said)
     assert own["engine_limits"] == answer.limits.label + f" ({answer.limits_from})" and answer.limits_from
-    assert printed == as_json(answer.to_dict(limits_said=said))
+    assert printed == as_json(record)
     assert printed["provenance"][-1].endswith("; a trace is replayed once: no interval")
 
 
