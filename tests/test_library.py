@@ -113,8 +113,9 @@ def test_optimal_gamma(capsys):
     dep = deployment()
     with as_flags():  # the published default, labelled as the command's line labels it: pass --alpha, ... for yours
         acc, label = resolve_acceptance(dep, workload="math", context=DEFAULT_CONTEXT_TOKENS)
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
-    answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
+    with as_flags():  # memory_basis names the command's --engine there, Deployment.build's engine outside it
+        cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
+        answer = gamma_answer(dep, acc, label, [1, 64], DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, cap)
     # The command says where a --context it was not given comes from; a library caller's context is its own.
     assert {r.pop("context_basis") for r in printed} == {"the reference article's 1,000 in, 256 out"}
     assert {r.pop("context_basis") for r in answer.rows} == {"given"}
@@ -123,10 +124,13 @@ def test_optimal_gamma(capsys):
     dep = deployment("eagle3")
     with as_flags():
         acc, label = resolve_acceptance(dep, context=DEFAULT_CONTEXT_TOKENS)
-    cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
     bounds = parse_tree("topk:2,depth:3,tokens:6")
     batches = list(DEFAULT_BATCHES)
-    answer = tree_answer(dep, acc, label, bounds, batches, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, None, cap)
+    with as_flags():
+        cap = deployment_capacity(dep, DEFAULT_CONTEXT_TOKENS, None, None)
+        answer = tree_answer(
+            dep, acc, label, bounds, batches, DEFAULT_CONTEXT_TOKENS, DEFAULT_GAMMA_MAX, 0.0, None, cap
+        )
     assert {r.pop("context_basis") for r in tree} == {"the reference article's 1,000 in, 256 out"}
     assert {r.pop("context_basis") for r in answer.rows} == {"given"}
     assert tree == as_json(answer.rows)
@@ -299,15 +303,21 @@ def test_capacity(capsys):
     )
 
     from specsim.answers import capacity_record
+    from specsim.core.names import as_flags
     from specsim.speculation.deployment import Deployment
 
     dep = Deployment.build("h100-sxm", "qwen3-8b", "qwen3-0.6b")
-    assert printed == as_json(capacity_record(dep, 8192), notes=False)
+    # memory_basis names the engine as each caller gave it: Deployment.build's engine, the command's --engine
+    assert "as engine names no release" in capacity_record(dep, 8192)["memory_basis"]
+    with as_flags():
+        assert printed == as_json(capacity_record(dep, 8192), notes=False)
     dep = Deployment.build("h200", "qwen3.5-27b", "eagle3")
-    record = capacity_record(dep, 1128, gamma=3)
+    assert capacity_record(dep, 1128, gamma=3)["scratch_basis"] == "gamma"  # capacity_record's keyword
+    with as_flags():
+        record = capacity_record(dep, 1128, gamma=3)
     assert hybrid.pop("context_basis") == "the reference article's 1,000 in, 256 out" and record.pop("context_basis")
-    # the scratch's gamma as each caller gave it: the command's --gamma, capacity_record's keyword
-    assert (hybrid.pop("scratch_basis"), record.pop("scratch_basis")) == ("--gamma", "gamma")
+    # the scratch's gamma as the command gave it, and as the library names it inside as_flags
+    assert (hybrid.pop("scratch_basis"), record.pop("scratch_basis")) == ("--gamma", "--gamma")
     assert hybrid == as_json(record, notes=False)
 
 
@@ -1541,10 +1551,16 @@ def test_gamma_answer_takes_the_commands_defaults_for_what_it_is_not_given(capsy
     """gamma_answer took eight positional arguments, none defaulted (the label, the batches, the context, gamma_max, rtol
     and a capacity the caller had to build): gamma_answer(dep, 0.8) is now optimal-gamma --alpha 0.8."""
     from specsim.answers import gamma_answer
+    from specsim.core.names import as_flags
 
     printed = cli(capsys, "optimal-gamma", *BASE, "--alpha", "0.8")
     assert _article_context(printed, as_given=False)  # and the library's rows say so too (they said "given")
-    assert printed == as_json(gamma_answer(deployment(), 0.8).rows)
+    rows = gamma_answer(deployment(), 0.8).rows
+    assert (
+        "as engine names no release" in rows[0]["capacity"]["memory_basis"]
+    )  # Deployment.build's engine; --engine in main
+    with as_flags():
+        assert printed == as_json(gamma_answer(deployment(), 0.8).rows)
 
 
 def _named_in(doc: str, parameter: str) -> bool:
@@ -2365,6 +2381,21 @@ _OPTIMAL_GAMMA = ["optimal-gamma", "-v", "--hardware", "h100-sxm", "--timing", "
             " (rtol picks the gamma; this judges its gain)",
             " (--rtol picks the gamma; this judges its gain)",
         ),
+        (
+            lambda: _lib("specsim.answers.capacity_record")(
+                _lib("specsim.Deployment").build("h100-sxm", "llama-3.1-8b", "llama-3.2-1b", engine="vllm"), 1128
+            )["memory_basis"],
+            ["capacity", "--hardware", "h100-sxm", "--target", "llama-3.1-8b", "--draft", "llama-3.2-1b"]
+            + ["--engine", "vllm"],
+            "as engine names no release: name yours (engine vllm@0.33.0: 0.92 of the device)",
+            "as --engine names no release: name yours (--engine vllm@0.33.0: 0.92 of the device)",
+        ),
+        (
+            lambda: _texts(target="llama-3.1-8b", draft="ngram", engine="vllm"),
+            [*_OPTIMAL_GAMMA, "--target", "llama-3.1-8b", "--draft", "ngram", "--engine", "vllm", "--alpha", "0.5"],
+            "vLLM 0.28-0.34 (read at its newest; engine vllm@X.Y.Z names yours)",
+            "vLLM 0.28-0.34 (read at its newest; --engine vllm@X.Y.Z names yours)",
+        ),
     ],
 )
 def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
@@ -2374,7 +2405,8 @@ def test_each_library_note_names_its_keyword_and_the_commands_line_its_flag(
     resolve_acceptance(dep)[1] ended 'pass --alpha, --acceptance or --metrics for yours', arguments resolve_acceptance
     takes as alpha, acceptance and metrics; a deployment's notes and provenance said '--engine-overlap off',
     '--draft-kv-dtype', '--ngram-cpu-ns', '--moe-routing-correlation' and '--moe-effective-experts' to a caller of
-    Deployment.build; gamma_answer's off_reason and gamma_bound '--gamma-max', capacity_at's scratch_basis '--gamma', an answer's model_error.said() '--rtol'.
+    Deployment.build; gamma_answer's off_reason and gamma_bound '--gamma-max', capacity_at's scratch_basis '--gamma', an answer's model_error.said() '--rtol',
+    vLLM's memory_basis and a release read at its range's newest '--engine'.
     Each now names what its reader can give (specsim.core.names), and the command's line is as it
     was."""
     said = text()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from specsim.core.names import draft_option
+from specsim.core.names import draft_option, given_as
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -1021,15 +1021,17 @@ def memory_share(
             version = f"{first[0]}.{first[1]}-{release[0]}.{release[1]}"
             older = next(u for start, u in reversed(_MEMORY_UTILIZATION) if first >= start)
             if extensible:  # the range's newest sizes its cache so, its older releases by their 0.92
+                engine = given_as("engine")  # Deployment.build's engine, the command's --engine
                 spans = (
-                    f"; {release[0]}.{release[1]}'s, the newest of {version}, as --engine names no release: name yours "
-                    f"(--engine vllm@0.33.0: {_MEMORY_UTILIZATION[-1][1]:g} of the device) where it is older"
+                    f"; {release[0]}.{release[1]}'s, the newest of {version}, as {engine} names no release: name yours "
+                    f"({engine} vllm@0.33.0: {_MEMORY_UTILIZATION[-1][1]:g} of the device) where it is older"
                 )
                 version = f"{release[0]}.{release[1]}"
             elif older != share:  # a preset named without its release, whose range changed the default: the newest's
+                engine = given_as("engine")
                 spans = (
-                    f"; {release[0]}.{release[1]}'s, the range's newest, as --engine names no release: name yours "
-                    f"(--engine vllm@{first[0]}.{first[1]}.0) where it is older"
+                    f"; {release[0]}.{release[1]}'s, the range's newest, as {engine} names no release: name yours "
+                    f"({engine} vllm@{first[0]}.{first[1]}.0) where it is older"
                 )
         if extensible:
             floor = _EXTENSIBLE_MARGIN_FLOOR_BYTES["rocm" if hardware.platform == "rocm" else "cuda"]
@@ -1226,7 +1228,8 @@ def _release_said(preset, release: tuple) -> str:
     if preset.asked:
         return _version_text(release)
     first = next((first for first, last, key in RANGES if key == preset.version), RANGES[-1][0])
-    return f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; --engine vllm@X.Y.Z names yours)"
+    engine = given_as("engine")  # Deployment.build's engine, the command's --engine
+    return f"{first[0]}.{first[1]}-{release[0]}.{release[1]} (read at its newest; {engine} vllm@X.Y.Z names yours)"
 
 
 class _Vllm(Engine):
