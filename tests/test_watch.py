@@ -89,7 +89,7 @@ def _page(names, extra=""):
         (
             "vllm@0.26.0",
             'sglang:spec_accept_length{model_name="m"} 2.1\nsglang:num_running_reqs 3\n',
-            r"holds sglang metrics \(sglang: names\), not the vllm 0.26.0 metrics --engine names",
+            r"holds sglang metrics \(sglang: names\), not the vllm 0.26.0 metrics names lists",
         ),
         (
             "vllm@0.26.0",
@@ -147,7 +147,7 @@ def test_a_page_whose_names_cannot_tell_its_release_says_the_release_is_taken_as
 def test_several_models_need_a_choice():
     names, _, _ = metric_names("vllm@0.26.0")
     samples = parse_prometheus(_page(names).replace('"m"', '"a"') + _page(names).replace('"m"', '"b"'))
-    with pytest.raises(ValueError, match=r"several models \(a, b\): choose one with --model"):
+    with pytest.raises(ValueError, match=r"several models \(a, b\): choose one with model$"):
         read_samples(samples, names, 0.0)
     assert read_samples(samples, names, 0.0, model="b").model == "b"
     with pytest.raises(ValueError, match="no speculative metrics of model 'c'; it has: a, b"):
@@ -1410,7 +1410,7 @@ def test_a_window_that_serves_requests_without_one_speculative_step_says_specula
     drafting = SimpleNamespace(drafts=5000.0, requests_per_s=0.0, acceptance_length=2.1, notes=(), gamma=3)
     assert Watcher._why_idle(drafting).startswith("no request finished while 5000 speculative steps ran")
     unsized = SimpleNamespace(drafts=5000.0, requests_per_s=2.0, acceptance_length=2.1, notes=(), gamma=None)
-    assert Watcher._why_idle(unsized).endswith("give --gamma")
+    assert Watcher._why_idle(unsized).endswith("give gamma")  # window_between's; watch's --gamma under as_flags
 
 
 def test_a_restart_mid_watch_is_said_and_watching_goes_on(day, capsys):
@@ -2272,3 +2272,50 @@ def test_a_judge_refuses_what_watch_gamma_max_refuses_and_names_a_bad_deployment
     with pytest.raises(TypeError, match="^limits is an EngineLimits"):
         Judge(dep, None)
     assert Judge(dep, EngineLimits(), 5).gamma_max == 5
+
+
+def test_each_watch_note_names_its_keyword_to_python_and_its_flag_on_the_command_line(tmp_path):
+    """The watch library's texts named watch's flags to a Python caller (docs/library.md's "Watching an engine"):
+    read_samples' refusal of a page of several models said "choose one with --model", a window without a draft length
+    "give --gamma", the summary's untested drop "(--reference; ...)", FileSource's one-page refusal "or --url for a
+    live page", and check_names' default "not the vllm 0.26.0 metrics --engine names".  Each now names what its
+    caller gives (specsim.core.names.given_as): the keyword, or inside as_flags (as main runs watch) the flag as it was
+    (tests/test_watch_prometheus.py, test_watch_file.py and this file's command-line cases hold the command's line)."""
+    from types import SimpleNamespace
+
+    from specsim.core.names import as_flags
+    from specsim.watch.sources import FileSource
+    from specsim.watch.watcher import Watcher
+
+    names, release, shown = metric_names("vllm@0.26.0")
+    samples = parse_prometheus(_page(names).replace('"m"', '"a"') + _page(names).replace('"m"', '"b"'))
+    unsized = SimpleNamespace(drafts=5000.0, requests_per_s=2.0, acceptance_length=2.1, notes=(), gamma=None)
+    flat = Watcher(SimpleJudge(), DropDetector())
+    flat.add_all(_synthetic(np.random.default_rng(3), 6, 0.7))
+    page = tmp_path / "page.txt"
+    page.write_text('vllm:spec_decode_num_drafts_total{model_name="m"} 100\n')
+    sglang = {"sglang:spec_accept_length", "sglang:num_running_reqs"}
+
+    def texts() -> list[str]:
+        said = [Watcher._why_idle(unsized), flat.untested_said()]
+        for refused in (
+            lambda: read_samples(samples, names, 0.0),
+            lambda: FileSource(str(page), names),
+            lambda: check_names(sglang, names, release, shown, "the page"),
+        ):
+            with pytest.raises(ValueError) as e:
+                refused()
+            said.append(str(e.value))
+        return said
+
+    python = texts()
+    with as_flags():
+        command = texts()
+    keywords = ["give gamma", "(reference; counted", "choose one with model", "or EndpointSource(url) for a live page"]
+    flags = ["give --gamma", "(--reference; counted", "choose one with --model", "or --url for a live page"]
+    for said, keyword, flag in zip(python, keywords, flags):
+        assert keyword in said and flag not in said, said
+    for said, flag in zip(command, flags):
+        assert flag in said, said
+    # check_names' default says the caller's own names; the command passes where its release came from (--engine)
+    assert python[-1].endswith("not the vllm 0.26.0 metrics names lists") and command[-1] == python[-1]

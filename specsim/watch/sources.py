@@ -363,8 +363,9 @@ class FileSource(_RangeReads):
             said = "no time stamps" if unstamped else f"one time stamp ({_iso(next(iter(distinct)))})"
             raise ValueError(
                 f"{self.url} is one page with {said}: one moment, and a window is what changed between two; "
-                "give a capture of two or more stamped scrapes (what specsim replay --out writes), or --url for a live "
-                "page (a saved page's acceptance is what specsim alpha --metrics FILE reads)"
+                "give a capture of two or more stamped scrapes (what specsim replay --out writes), or "
+                f"{given_as('EndpointSource(url)', '--url')} for a live page (a saved page's acceptance is what "
+                "specsim alpha --metrics FILE reads)"
             )
         if unstamped:
             raise ValueError(

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specsim.core.names import given_as
+
 __all__ = ["DEFAULT_MIN_GAIN", "EXIT_CODES", "Row", "Verdict", "Watcher", "schedule_writer"]
 
 #: A gamma other than the one in use is worth a schedule change where the model gives it this much more speedup
@@ -329,8 +331,9 @@ class Watcher:
         if window.acceptance_length is None:
             return "no acceptance in this window" + (f" ({window.notes[0]})" if window.notes else "")
         if window.gamma is None:
-            return (
-                "the page does not say the draft length (no per-position counters or draft-length gauge): give --gamma"
+            return (  # window_between's gamma, watch's --gamma
+                "the page does not say the draft length (no per-position counters or draft-length gauge): "
+                f"give {given_as('gamma')}"
             )
         return "no load figures in this window"
 
@@ -355,7 +358,8 @@ class Watcher:
         if d.ready or any(r.drift for r in self.rows) or any(v.kind == "dropped" for r in self.rows for v in r.started):
             return ""
         return (
-            f"no reference set: {d.collected} usable window(s) of the {d.reference} it needs (--reference; counted since "
+            f"no reference set: {d.collected} usable window(s) of the {d.reference} it needs ({given_as('reference')}; "
+            "counted since "
             "the engine last restarted), so no drop could be tested"
         )
 

@@ -57,13 +57,14 @@ def _prefixes() -> dict[str, str]:
 _SUFFIXES = {"total", "created", "bucket", "sum", "count"}
 
 
-def check_names(present: set, names, release: tuple, shown: str, source: str, named_by: str = "--engine names") -> str:
+def check_names(present: set, names, release: tuple, shown: str, source: str, named_by: str = "names lists") -> str:
     """Refuse, in one line, names on a page (or a Prometheus server's selection) that are not ``shown``'s: another
     engine's, none of the engine's speculative metrics, a name a later release added, or the verification counter that
     ``shown`` exports missing.  Return what the names cannot tell ("" where they confirm the release): a page without
     the names the release added since an earlier one may be of that earlier release (a page some names are not
     exported on, or a replayed one), and the release is then taken as named.  ``named_by`` says where the release came
-    from, after "the sglang 0.5.23 metrics" ("--engine names", "cal.yaml was fitted to")."""
+    from, after "the sglang 0.5.23 metrics": to a Python caller its own ``names`` ("names lists"), on the command line
+    the flag or file it came from ("--engine names", "cal.yaml was fitted to": specsim.cli.args)."""
     ours = {n for n in present if n.startswith(names.prefix)}
     if not ours:
         others = sorted(
@@ -158,7 +159,8 @@ def _choose_model(samples, names, model: str | None, source: str) -> str:
         return model
     if len(found) > 1:
         raise ValueError(
-            f"{source} holds the metrics of several models ({', '.join(sorted(found))}): choose one with --model"
+            f"{source} holds the metrics of several models ({', '.join(sorted(found))}): choose one with "
+            f"{given_as('model')}"  # read_samples' model, watch's --model
         )
     if not found:
         raise ValueError(
