@@ -359,7 +359,7 @@ def test_vllm_and_sglang_plans_refuse_and_note_word_for_word():
     assert _refusal(lambda: vllm.check((0, 19, 0), ngram, [2.0], 1)) == (
         "vllm 0.19.0 cannot pin acceptance at a length: synthetic_acceptance_length arrived in 0.20.0 "
         "(vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); use vllm 0.20.0 or later, or "
-        "--no-pin (real acceptance on --prompts at both step counts, its /metrics saved around each run)"
+        "pin=False (real acceptance on prompts at both step counts, its /metrics saved around each run)"
     )
     sglang, eagle3 = SglangBench(), _plan("sglang@0.5.23", "eagle3").drafter_type
     assert _refusal(lambda: sglang.check((0, 4, 7), eagle3, [None], 1)) == (

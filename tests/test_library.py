@@ -2237,6 +2237,32 @@ _CALIBRATE_ENGINE += ["--hardware", "h100", "--draft", "eagle3", "--engine", "vl
             "tp 16 exceeds the 8 devices of one h100-sxm node",
             "--tp 16 exceeds the 8 devices of one h100-sxm node",
         ),
+        (
+            lambda dep: _plan_at("vllm@0.19.0", "eagle3"),
+            ["bench-plan", "--engine", "vllm@0.19.0", "--draft", "eagle3", "--out", "{tmp}/p"],
+            "use vllm 0.20.0 or later, or pin=False (real acceptance on prompts at both step counts,",
+            "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts,",
+        ),
+        (
+            lambda dep: _plan_at("sglang@0.5.13", "ngram", pinned=[2.0, 3.0]),
+            ["bench-plan", "--engine", "sglang@0.5.13", "--draft", "ngram", "--pin-accept-length", "2,3"]
+            + ["--out", "{tmp}/p"],
+            "(python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or pin=False",
+            "(python/sglang/srt/speculative/ngram_worker.py): use 0.5.14 or --no-pin",
+        ),
+        (
+            lambda dep: _plan_at("trtllm@1.2.0", "eagle3"),
+            ["bench-plan", "--engine", "trtllm@1.2.0", "--draft", "eagle3", "--out", "{tmp}/p"],
+            "images SemiAnalysis InferenceX pins it on), or pin=False",
+            "images SemiAnalysis InferenceX pins it on), or --no-pin",
+        ),
+        (
+            lambda dep: _plan_at("trtllm", "llama-3.2-1b", pinned=[2.5, 3.0]),
+            ["bench-plan", "--engine", "trtllm", "--draft", "llama-3.2-1b", "--pin-accept-length", "2.5,3"]
+            + ["--out", "{tmp}/p"],
+            "pin whole acceptance lengths (pinned), not 2.5",
+            "pin whole acceptance lengths (--pin-accept-length), not 2.5",
+        ),
     ],
 )
 def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(
@@ -2244,7 +2270,7 @@ def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(
 ):
     """The timing, drafter, acceptance, tree, harness, figure, profile, calibration-input and plan errors named the
     command's flags to a Python caller (design_plan(..., input_tokens=[500]) said '--input-tokens needs two prompt
-    lengths'): each now names the keyword argument of the function called (specsim.core.names), and the command's line
+    lengths'; the engines' plan checks 'or --no-pin', '(--pin-accept-length)'): each now names the keyword argument of the function called (specsim.core.names), and the command's line
     is as it was.  The tree search's limit is lowered to 1 evaluation so that a small tree passes it."""
     import specsim
 
@@ -2263,6 +2289,12 @@ def test_each_library_path_names_its_keyword_and_the_commands_line_its_flag(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and command_says in err, err
     assert not any(tmp_path.iterdir())  # nothing written half-way
+
+
+def _plan_at(engine: str, draft: str, **given):
+    """design_plan for ``engine`` and ``draft`` on bench-plan's default hardware and target."""
+    dep = _lib("specsim.calibration.plan.plan_deployment")("h100-sxm", "llama-3.1-8b", draft, engine=engine)
+    return _lib("specsim.calibration.plan.design_plan")(dep, engine, **given)
 
 
 def _texts(**build) -> str:

@@ -10,7 +10,7 @@ Writers: the static ``--speculative-*`` launch flags (python/sglang/srt/server_a
 
 from __future__ import annotations
 
-from specsim.core.names import draft_option
+from specsim.core.names import draft_option, given_as
 from specsim.engines.base import (
     _BASIS,
     _SPEC_BASIS,
@@ -365,7 +365,8 @@ class SglangBench(BenchWriter):
             raise ValueError(
                 f"sglang {_version_text(version)} simulates acceptance for EAGLE-family workers only; "
                 f"{support.name} takes it from {_version_text(support.pin_since)} "
-                f"({support.pin_where}): use {_version_text(support.pin_since)} or --no-pin"
+                f"({support.pin_where}): use {_version_text(support.pin_since)} or "
+                f"{given_as('pin=False', '--no-pin')}"  # design_plan's pin, bench-plan's --no-pin
             )
         notes = []
         if (0, 5, 5) <= version <= (0, 5, 10):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from specsim.core.names import draft_option
+from specsim.core.names import draft_option, given_as
 from specsim.engines.base import (
     _BASIS,
     MetricNames,
@@ -419,7 +419,7 @@ class TrtllmBench(BenchWriter):
                 f"trtllm {_version_text(version)}: the release that first reads "
                 "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS was not found; specsim writes pinned plans for "
                 f"TensorRT-LLM {PIN_SINCE} and later (the 1.3.0rc14-rc24 images SemiAnalysis InferenceX pins it on), "
-                "or --no-pin"
+                f"or {given_as('pin=False', '--no-pin')}"  # design_plan's pin, bench-plan's --no-pin
             )
         support = drafter.support("trtllm", version)
         spelling_note = decoding_type(support.name, version)[1]
@@ -431,7 +431,8 @@ class TrtllmBench(BenchWriter):
                     raise ValueError(
                         f"TensorRT-LLM's two-model path ({support.name}) reads "
                         "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as a whole number (tensorrt_llm/_torch/"
-                        f"pyexecutor/sampler.py); pin whole acceptance lengths (--pin-accept-length), not {p:g}"
+                        f"pyexecutor/sampler.py); pin whole acceptance lengths "
+                        f"({given_as('pinned', '--pin-accept-length')}), not {p:g}"  # design_plan's pinned
                     )
         return notes + [
             "the plan's servers leave return_perf_metrics off, without which TensorRT-LLM's /prometheus/metrics "

@@ -524,7 +524,8 @@ class VllmBench(BenchWriter):
             raise ValueError(
                 f"vllm {_version_text(version)} cannot pin acceptance at a length: synthetic_acceptance_length "
                 "arrived in 0.20.0 (vllm-project/vllm#40662; 0.19 pins only a per-token rate on Model Runner V2); "
-                "use vllm 0.20.0 or later, or --no-pin (real acceptance on --prompts at both step counts, "
+                f"use vllm 0.20.0 or later, or {given_as('pin=False', '--no-pin')} (real acceptance on "
+                f"{given_as('prompts')} at both step counts, "  # design_plan's pin and prompts, bench-plan's flags
                 "its /metrics saved around each run)"
             )
         notes = []
