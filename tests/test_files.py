@@ -23,6 +23,7 @@ from specsim.core.files import (
     refuse_builtin,
     writing,
 )
+from specsim.core.names import as_flags
 
 
 def _error(number: int, strerror: str | None = "") -> OSError:
@@ -122,9 +123,15 @@ def test_writing_turns_an_os_error_inside_into_the_line_for_the_path_given(tmp_p
 def test_check_output_refuses_an_empty_name_a_wrong_suffix_and_a_folder_and_leaves_nothing(tmp_path):
     with pytest.raises(ValueError, match=r"^--plot needs a file name, got an empty one$"):
         check_output("  ", flag="--plot")
-    with pytest.raises(ValueError, match=r"^--out needs a file name, got an empty one$"):
+    # The default names the path as its caller gave it: the keyword to Python (atomic_write_many's files said "--out
+    # needs a file name"), the command's --out inside as_flags, as main runs every command.
+    with pytest.raises(ValueError, match=r"^path needs a file name, got an empty one$"):
         check_output("")
-    with pytest.raises(ValueError, match=r"^--out must end in \.csv, got"):
+    with pytest.raises(ValueError, match=r"^path must end in \.csv, got"):
+        check_output(tmp_path / "x.txt", (".csv",))
+    with as_flags(), pytest.raises(ValueError, match=r"^--out needs a file name, got an empty one$"):
+        check_output("")
+    with as_flags(), pytest.raises(ValueError, match=r"^--out must end in \.csv, got"):
         check_output(tmp_path / "x.txt", (".csv",))
     with pytest.raises(ValueError) as refused:
         check_output(tmp_path / "x.txt", (".png", ".svg"), "--plot")
@@ -139,7 +146,11 @@ def test_check_output_refuses_an_empty_name_a_wrong_suffix_and_a_folder_and_leav
 def test_check_output_reads_a_home_folder_and_refuses_the_builtin_profiles(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert check_output("~/x.csv") == tmp_path / "x.csv"
-    with pytest.raises(ValueError, match="the built-in profiles in .* are never overwritten; choose another --out"):
+    with pytest.raises(ValueError, match="the built-in profiles in .* are never overwritten; choose another path$"):
+        check_output(files.builtin_dir() / "x.yaml")
+    with pytest.raises(ValueError, match="are never overwritten; choose another path$"):  # save_watch's, say
+        files.atomic_write_bytes(files.builtin_dir() / "x.yaml", b"")
+    with as_flags(), pytest.raises(ValueError, match="are never overwritten; choose another --out$"):
         check_output(files.builtin_dir() / "x.yaml")
 
 

@@ -375,7 +375,7 @@ def _judge(result: CalibrationResult) -> None:
         raise NoisyTimings(
             f"{result.source}: the timings are too noisy to fit: the repeats of a point spread by a median "
             f"{spread:.0%} (10th to 90th percentile over the median; at most {NOISY_SPREAD:.0%} for a fit) "
-            f"and the fit shows {trouble}; measure again on an idle machine or with more --repeats; "
+            f"and the fit shows {trouble}; measure again on an idle machine or with more {given_as('repeats')}; "
             "nothing written"
         )
     if unphysical:

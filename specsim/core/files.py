@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from specsim.core.names import given_as
+
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_many",
@@ -206,18 +208,21 @@ def refuse_builtin(path: str | Path) -> None:
     root = builtin_dir().resolve()
     if target == root or root in target.parents:
         raise ValueError(
-            f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another --out"
+            f"refusing to write {str(path)!r}: the built-in profiles in {root} are never overwritten; choose another "
+            f"{given_as('path', '--out')}"  # the library's path (save_watch, atomic_write_bytes), a command's --out
         )
 
 
-def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str = "--out") -> Path:
+def check_output(path: str | Path, suffixes: tuple[str, ...] = (), flag: str | None = None) -> Path:
     """Check an output path before any work: allowed suffix, not built in, not a folder, and its folder takes a new
-    file (an empty staging file is created there and removed).
+    file (an empty staging file is created there and removed).  ``flag`` names the path in a refusal (default: ``path``
+    to a Python caller, ``--out`` on the command line, :func:`specsim.core.names.given_as`).
 
     >>> check_output("/nonexistent-folder/x.csv")
     Traceback (most recent call last):
     specsim.core.files.OutputError: cannot write '/nonexistent-folder/x.csv': folder '/nonexistent-folder' does not exist (create it first)
     """
+    flag = given_as("path", "--out") if flag is None else flag
     if not str(path).strip():  # Path("") is ".": an empty --out would otherwise be read as the current folder
         raise ValueError(f"{flag} needs a file name, got an empty one")
     path = Path(path).expanduser()
