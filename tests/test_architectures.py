@@ -339,15 +339,22 @@ def test_collectives_at_their_boundaries():
     assert comm_time_s(H100, get_model("llama-3.1-70b"), np.array([1.0, 8.0])).tolist() == [0.0, 0.0]
     check_tp(H100, 8)  # a whole node is allowed
     check_tp(load_hardware("cpu-epyc-2vcpu"), 1)  # one device needs no interconnect
+    # check_tp's default names its own keyword to a Python caller (it said "--tp"), the command's --tp inside as_flags
+    from specsim.core.names import as_flags
+
     for bad in (0, True, 2.0):
-        with pytest.raises(ValueError, match=r"^--tp must be a positive integer, got "):
+        with pytest.raises(ValueError, match=r"^tp must be a positive integer, got "):
+            check_tp(H100, bad)
+        with as_flags(), pytest.raises(ValueError, match=r"^--tp must be a positive integer, got "):
             check_tp(H100, bad)
     import dataclasses as dc
 
     no_link = dc.replace(H100, interconnect_bytes_per_s=None)
     with pytest.raises(
-        ValueError, match=r"^--tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"
+        ValueError, match=r"^tp 2 needs the device-to-device bandwidth, which profile h100-sxm does not give"
     ):
+        check_tp(no_link, 2)
+    with as_flags(), pytest.raises(ValueError, match=r"^--tp 2 needs the device-to-device bandwidth"):
         check_tp(no_link, 2)
 
 

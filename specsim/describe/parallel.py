@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specsim.core.names import given_as
 from specsim.describe.hardware import HardwareProfile
 from specsim.describe.models import ModelShape
 
@@ -52,15 +53,17 @@ __all__ = [
 ACTIVATION_BYTES = 2.0
 
 
-def check_tp(hardware: HardwareProfile, tp: int, what: str = "--tp") -> None:
-    """Refuse a tensor-parallel size the profile cannot describe.
+def check_tp(hardware: HardwareProfile, tp: int, what: str | None = None) -> None:
+    """Refuse a tensor-parallel size the profile cannot describe; ``what`` names it (default: ``tp`` to a Python
+    caller, ``--tp`` on the command line, :func:`specsim.core.names.given_as`).
 
     >>> from specsim.describe.hardware import load_hardware
     >>> check_tp(load_hardware("h100-sxm"), 16)
     Traceback (most recent call last):
     ...
-    ValueError: --tp 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)
+    ValueError: tp 16 exceeds the 8 devices of one h100-sxm node (max_devices in its profile)
     """
+    what = given_as("tp") if what is None else what
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"{what} must be a positive integer, got {tp!r}")
     if tp > hardware.max_devices:
