@@ -843,6 +843,34 @@ def test_a_residual_keys_its_point_by_its_numbers_bits_not_its_repr(dep, monkeyp
     _assert_times_of_a_fresh_model(dep, model, values, index, points + points[:1], times)
 
 
+def test_every_number_a_fit_varies_sets_its_points_key():
+    """_point keys a fit's kept times by the numbers it names, not by the repr that had named every field: a field
+    added to Values or SpecHost and not to _point would make two points one.  Each field moved alone moves the key of
+    the times; of the steps, all but the prefill efficiency and the acceptance (which steps_s does not read)."""
+    from specsim.calibration.model import _point
+    from specsim.engines.base import SpecHost
+
+    def moved(x):
+        return 0.3 if x is None else x + (0.5,) if isinstance(x, tuple) else x + 0.5
+
+    base = Values(1.0, 1e-3, 1e-5, 0.9, SpecHost(1e-3, 1e-4, 1e-5, 1e-6), 0.5, (0.7,))
+    for f in dataclasses.fields(Values):
+        if f.name == "host":
+            changed = [
+                dataclasses.replace(
+                    base, host=dataclasses.replace(base.host, **{h.name: moved(getattr(base.host, h.name))})
+                )
+                for h in dataclasses.fields(SpecHost)
+            ]
+        else:
+            changed = [dataclasses.replace(base, **{f.name: moved(getattr(base, f.name))})]
+        for v in changed:
+            assert _point(v) != _point(base), f.name
+            read_by_steps = f.name not in ("prefill_scale", "alphas")
+            assert (_point(v, steps=True) != _point(base, steps=True)) == read_by_steps, f.name
+    assert _point(dataclasses.replace(base, share=None)) != _point(base)
+
+
 def test_a_fits_steps_in_the_rounds_host_terms_make_no_engine(dep, monkeypatch):
     """A fit's steps in the round's host terms (stage 2: every residual and the Jacobian's columns) made an engine preset
     (validated) and a deployment at each point, only for the host work those terms and the engine's hidden share give
