@@ -150,7 +150,9 @@ def test_a_low_rate_prints_the_output_it_serves_not_zero(capsys):
         ),
     ],
 )
-def test_serve_sim_says_what_stopped_its_gamma_search_as_optimal_gamma_does(flags, search, said, capsys):
+def test_serve_sim_and_serve_sweep_say_what_stopped_their_gamma_search_as_optimal_gamma_does(
+    flags, search, said, capsys
+):
     # serve-sim --draft dspark --gamma-max 12 searched 0..7 (the drafter's block) and said only
     # "per-batch optimal gamma (0..7)", where optimal-gamma names the block; it now gives the same note.
     argv = ["--timing", "roofline", "--concurrency", "2", "--input-len", "100", "--output-len", "32", *flags]
@@ -166,6 +168,11 @@ def test_serve_sim_says_what_stopped_its_gamma_search_as_optimal_gamma_does(flag
     assert said in printed()
     assert main(["serve-sim", *argv, *run, "--gamma", "2"]) == 0
     assert said not in printed()  # a fixed gamma searched nothing
+    # serve-sweep searched the same gamma silently (helper Review's finding): the same note, at the sweep's lengths
+    assert main(["serve-sweep", *argv, *search, "--requests", "8"]) == 0
+    assert said in printed()
+    assert main(["serve-sweep", *argv, "--requests", "8", "--gamma", "2"]) == 0
+    assert said not in printed()
 
 
 def _made_answer(value, loads, batches, tpot=None):

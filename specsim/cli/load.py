@@ -177,19 +177,30 @@ def run_serve_sim(args: argparse.Namespace) -> int:
     for arm, r in (("speculation off", plain), ("speculation on", spec)):
         for note in r.notes:
             print(f"note: {arm}: {note}", file=sys.stderr)
-    if (
-        gamma == "schedule"
-    ):  # what stopped the search, as optimal-gamma says it (a DSpark block: --gamma-max 12 ran 0..7)
-        from specsim.cli.model import _search_stopped
-        from specsim.speculation.acceptance import as_acceptance
-        from specsim.speculation.search import search_bound, searched_gamma_max
-
-        context, accepted = meta["context_hint"], as_acceptance(acc)
-        top = searched_gamma_max(dep, accepted, args.gamma_max, context)
-        if stopped := _search_stopped(dep, top, search_bound(dep, accepted, args.gamma_max, context)):
-            print(stopped, file=sys.stderr)
+    if gamma == "schedule":
+        _say_search_stopped(dep, acc, args.gamma_max, meta["context_hint"])
     print_notes(dep)
     return 0
+
+
+def _sweep_context(lengths: tuple | None, workload) -> float:
+    """The cached context a sweep's requests decode at, midway: of its fixed lengths, else of its workload's median."""
+    from specsim.core.workloads import mean_context_tokens
+
+    return float(mean_context_tokens(*lengths)) if lengths is not None else workload.median_context_tokens
+
+
+def _say_search_stopped(dep, acc, gamma_max: int, context: float) -> None:
+    """What stopped a per-batch gamma search short of --gamma-max, as optimal-gamma notes it (a DSpark block:
+    --gamma-max 12 ran 0..7; an acceptance measured for 2 positions), on stderr; nothing where --gamma-max did."""
+    from specsim.cli.model import _search_stopped
+    from specsim.speculation.acceptance import as_acceptance
+    from specsim.speculation.search import search_bound, searched_gamma_max
+
+    accepted = as_acceptance(acc)
+    top = searched_gamma_max(dep, accepted, gamma_max, context)
+    if stopped := _search_stopped(dep, top, search_bound(dep, accepted, gamma_max, context)):
+        print(stopped, file=sys.stderr)
 
 
 def _lengths(args: argparse.Namespace) -> tuple | None:
@@ -563,6 +574,8 @@ def run_serve_sweep(args: argparse.Namespace) -> int:
             + f", {accepted}",
             slo_tpot_ms=args.slo_tpot_ms,
         )
+    if gamma == "schedule":  # as serve-sim says it
+        _say_search_stopped(dep, acc, args.gamma_max, _sweep_context(lengths, workload))
     if args.json:  # the record is the library's (ServeSweepAnswer.to_dict)
         print_json(answer.to_dict(args.limits_said, args.plot))
         print_notes(dep)
