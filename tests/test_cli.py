@@ -908,6 +908,8 @@ def test_a_key_the_code_did_not_find_is_said_with_where_not_as_a_bare_name(monke
     column: the line was `error: implementation`, a bare key.  A KeyError that is not an unknown name now says which key
     and where specsim looked it up; an unknown name keeps its own line (tests/test_models.py)."""
     import specsim.cli.args
+    import specsim.cli.model  # noqa: F401  loaded before the patch: it binds calibrated_context by name on import,
+    # and first loaded under the patch it kept the raising lookup for every later test of the process (test order)
 
     def lookup(args):
         return {}["implementation"]
