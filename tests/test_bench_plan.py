@@ -198,6 +198,29 @@ def test_the_design_frees_every_term_the_fit_has(engine, draft):
     assert real and all(r.input_tokens is None and r.metrics_after for r in real)  # the user's prompts, metrics saved
 
 
+def test_the_wall_time_estimate_names_its_step_times_and_server_starts(tmp_path, capsys):
+    """bench-plan's estimate said 'specsim's prediction of each run; server starts assumed', naming neither the
+    step-time source nor the start time assumed, and -v added nothing (helper Review2's finding).  It names both as every
+    answer's header does: one line, every source with -v."""
+    from specsim.calibration.plan import SERVER_START_S, plan_deployment
+    from specsim.core.names import as_flags
+
+    argv = ["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3"]
+    with as_flags():  # its sources as the command words them
+        dep = plan_deployment("h100-sxm", "llama-3.1-8b", "eagle3", engine="vllm@0.24.0", timing="hybrid")
+        brief_said, full_said = dep.brief(), dep.provenance()
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    brief = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(brief) if "estimated wall time" in line)
+    assert f"and {SERVER_START_S / 60:g} min per server start, assumed)" in brief[at]
+    assert brief[at + 1] == "  " + brief_said
+    assert main([*argv, "--out", str(tmp_path / "b"), "-v"]) == 0
+    full = capsys.readouterr().out.splitlines()
+    assert full[at + 1 : at + 1 + len(full_said)] == [
+        "  " + ("step times: " if i == 0 else "") + line for i, line in enumerate(full_said)
+    ]
+
+
 def test_the_script_parses_says_its_wall_time_first_and_the_manifest_reads_back(tmp_path, capsys):
     out = tmp_path / "plan"
     assert main(["bench-plan", "--engine", "vllm@0.24.0", "--draft", "eagle3", "--out", str(out)]) == 0

@@ -90,7 +90,7 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         print_json(plan.to_dict() | {"folder": str(out), "files": sorted(files)})
         _deployment_notes(dep)
         return 0
-    from specsim.calibration.plan import _minutes
+    from specsim.calibration.plan import SERVER_START_S, _minutes
 
     print(
         f"bench-plan: {plan.engine} {plan.version} (specsim's {plan.preset} preset), {plan.served_model} on {plan.tp} x "
@@ -108,7 +108,8 @@ def run_bench_plan(args: argparse.Namespace) -> int:
         )
     )
     print(
-        f"  estimated wall time {_minutes(plan.estimate_s)} (specsim's prediction of each run; server starts assumed)"
+        f"  estimated wall time {_minutes(plan.estimate_s)} (specsim's prediction of each run, and "
+        f"{SERVER_START_S / 60:g} min per server start, assumed)\n  {_estimate_sources(dep)}"
     )
     for note in plan.notes:
         print(f"  note: {note}")
@@ -116,6 +117,15 @@ def run_bench_plan(args: argparse.Namespace) -> int:
     print(f"next: bash {out}/run.sh, then specsim calibrate-engine --plan {out}/plan.yaml --out calibration.yaml")
     _deployment_notes(dep)
     return 0
+
+
+def _estimate_sources(dep) -> str:
+    """Where the estimate's step times come from, as every answer's header says it: one line, every source with -v."""
+    from specsim.cli import report
+
+    if not report.VERBOSE:
+        return dep.brief()
+    return "\n  ".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
 
 
 def _deployment_notes(dep) -> None:
