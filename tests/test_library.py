@@ -513,7 +513,7 @@ def test_watch_alert_rules_record_is_what_the_command_prints(capsys, tmp_path):
     names = metric_names("vllm@0.26.0")[0]
     judge = Judge(dep, engine_limits(dep.engine, dep.hardware)[0])
     kw = {"with_dashboard": True, "min_drop": 0.1, "interval_s": 120.0}
-    answer = rules_answer(names, judge, dep, 4, request_lengths(700, 90), **kw)
+    answer = rules_answer(names, judge, 4, request_lengths(700, 90), **kw)
     assert printed == as_json(answer.to_dict([str(rules), str(board)]))
     assert printed["requests"] == "every request 700 in, 90 out" and printed["gamma"] == 4
     assert rules.read_text() == answer.rules_text() and board.read_text() == answer.dashboard_text()

@@ -495,7 +495,6 @@ def run_watch(args: argparse.Namespace) -> int:
             args,
             names,
             judge,
-            dep,
             gamma or (int(first.gamma) if first is not None and first.gamma else None),
             args.matchers,
             watching=source is not None,
@@ -630,7 +629,7 @@ def _live_prometheus(args, source, names, model, gamma, last_t, output, watcher,
     return None
 
 
-def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> None:
+def _write_rules(args, names, judge, gamma, matchers, watching: bool) -> None:
     """Write --alert-rules and --dashboard (together or neither) and say so; with --json and nothing ``watching``,
     stdout's one JSON document says what was written (as replay --out --json does)."""
     from specsim.cli.args import load_lengths
@@ -644,7 +643,6 @@ def _write_rules(args, names, judge, dep, gamma, matchers, watching: bool) -> No
     answer = rules_answer(
         names,
         judge,
-        dep,
         gamma,
         requests,
         rules=bool(args.alert_rules),

@@ -451,7 +451,6 @@ class RulesAnswer:
 def rules_answer(
     names,
     judge,
-    dep,
     gamma: int,
     requests,
     *,
@@ -462,11 +461,12 @@ def rules_answer(
     interval_s: float = 60.0,
 ) -> RulesAnswer:
     """The rules file (where ``rules``) and the dashboard (where ``with_dashboard``) for ``names``'s release, the
-    break-even tabulated by ``judge`` at draft length ``gamma`` for ``requests`` (fixed lengths,
+    break-even tabulated by ``judge`` (of its deployment) at draft length ``gamma`` for ``requests`` (fixed lengths,
     :func:`specsim.answers.load.request_lengths`, rounded to whole tokens; positions past the target's context
     refused, :func:`~specsim.answers.load.check_positions`) up to :func:`rules_max_rate`."""
     from specsim.answers.load import check_positions
 
+    dep = judge.dep
     P, O = round(requests.input_tokens), round(requests.output_tokens)
     check_positions(dep, P, O)
     table = None
