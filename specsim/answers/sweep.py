@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from specsim.speculation.deployment import Deployment
 
-__all__ = ["ServeSweepAnswer", "serve_sweep_answer"]
+__all__ = ["ServeSweepAnswer", "serve_sweep_answer", "sweep_workload"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,14 @@ class ServeSweepAnswer:
         }
 
 
+def sweep_workload(lengths: tuple | None, workload: str | None):
+    """The workload a sweep draws its requests from: ``workload`` (its name), the default where neither it nor fixed
+    ``lengths`` are given, None where the lengths are (serve_sweep refuses both)."""
+    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
+
+    return None if lengths is not None and workload is None else get_workload(workload or DEFAULT_WORKLOAD)
+
+
 def serve_sweep_answer(
     dep: Deployment,
     acceptance: object,
@@ -138,7 +146,6 @@ def serve_sweep_answer(
     ('every request 500 in, 50 out', None)
     """
     from specsim.answers.acceptance import checked_label
-    from specsim.core.workloads import DEFAULT_WORKLOAD, get_workload
     from specsim.serving.limits import check_limits, engine_limits
     from specsim.serving.simulator import DEFAULT_GAMMA_MAX, DEFAULT_REQUESTS, serve_sweep
     from specsim.speculation.acceptance import as_acceptance
@@ -148,7 +155,7 @@ def serve_sweep_answer(
         limits, limits_from = engine_limits(dep.engine, dep.hardware)
     else:
         limits, limits_from = check_limits(dep.engine, limits), ""
-    drawn = None if lengths is not None and workload is None else get_workload(workload or DEFAULT_WORKLOAD)
+    drawn = sweep_workload(lengths, workload)
     n = DEFAULT_REQUESTS if n is None else n
     gamma_max = DEFAULT_GAMMA_MAX if gamma_max is None else gamma_max
     frame = serve_sweep(

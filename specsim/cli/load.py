@@ -499,23 +499,18 @@ def _served_against_offered(args: argparse.Namespace, summaries: list[dict], n: 
 
 
 def run_serve_sweep(args: argparse.Namespace) -> int:
-    from specsim.answers.sweep import serve_sweep_answer
+    from specsim.answers.sweep import serve_sweep_answer, sweep_workload
     from specsim.core.files import check_output
-    from specsim.core.workloads import get_workload
     from specsim.serving.simulator import DEFAULT_SLO_ATTAINMENT, sweep_load
 
     if args.plot:
         check_output(args.plot, (".png", ".svg"), "--plot")
     acc, acc_label, dep, limits, slo, gamma = _setup(args, "serve-sweep")
     from specsim.core.limits import MAX_SIMULATED_REQUESTS
-    from specsim.core.workloads import DEFAULT_WORKLOAD
     from specsim.serving.simulator import DEFAULT_REQUESTS
 
     lengths = _lengths(args)
-    # Fixed lengths or a workload's distribution (serve_sweep refuses both); the workload named only where it applies.
-    workload = (
-        None if lengths is not None and args.workload is None else get_workload(args.workload or DEFAULT_WORKLOAD)
-    )
+    workload = sweep_workload(lengths, args.workload)  # the library's rule; named only where it applies
     n = DEFAULT_REQUESTS if args.requests is None else args.requests
     if lengths is not None:  # the answering commands' words, the defaults cited
         from specsim.cli.args import load_lengths
