@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from specsim.cli.flags import add_model_args, csv_text, engine_type, int_at_least, int_list, nonempty, number
-from specsim.cli.report import print_json
+from specsim.cli.report import print_json, step_sources
 from specsim.core.defaults import DEFAULT_DRAFT, DEFAULT_HARDWARE, DEFAULT_TARGET
 from specsim.core.limits import MAX_BATCH, MAX_CONTEXT, MAX_GAMMA
 from specsim.timing import DEFAULT_TIMING
@@ -107,9 +107,10 @@ def run_bench_plan(args: argparse.Namespace) -> int:
             if s.pinned_accept_length is not None
         )
     )
+    sources = step_sources(dep).replace("\n", "\n  ")  # as every answer's header says them, indented
     print(
         f"  estimated wall time {_minutes(plan.estimate_s)} (specsim's prediction of each run, and "
-        f"{SERVER_START_S / 60:g} min per server start, assumed)\n  {_estimate_sources(dep)}"
+        f"{SERVER_START_S / 60:g} min per server start, assumed)\n  {sources}"
     )
     for note in plan.notes:
         print(f"  note: {note}")
@@ -117,15 +118,6 @@ def run_bench_plan(args: argparse.Namespace) -> int:
     print(f"next: bash {out}/run.sh, then specsim calibrate-engine --plan {out}/plan.yaml --out calibration.yaml")
     _deployment_notes(dep)
     return 0
-
-
-def _estimate_sources(dep) -> str:
-    """Where the estimate's step times come from, as every answer's header says it: one line, every source with -v."""
-    from specsim.cli import report
-
-    if not report.VERBOSE:
-        return dep.brief()
-    return "\n  ".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
 
 
 def _deployment_notes(dep) -> None:

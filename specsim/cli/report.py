@@ -111,9 +111,14 @@ def describe(dep, context: int) -> str:
     drafter = d.describe() if d is not None else f"{getattr(dep.drafter, 'label', 'no drafter')} (no network)"
     head = f"target {t.describe()} + draft {drafter} on {on_gpus(dep)}; context {context} tokens"
     head += _context_said(getattr(context, "basis", None)) + "\n"
+    return head + step_sources(dep)
+
+
+def step_sources(dep) -> str:
+    """Where a deployment's step times come from, as a header says it: one line, every source with -v (a line each)."""
     if not VERBOSE:
-        return head + dep.brief()
-    return head + "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
+        return dep.brief()
+    return "\n".join(f"step times: {line}" if i == 0 else line for i, line in enumerate(dep.provenance()))
 
 
 def _context_said(basis: str | None) -> str:
